@@ -1,0 +1,216 @@
+"""The disposition ledger: one row per registered check, every run.
+
+A findings stream alone cannot tell "nothing was wrong" from "nothing
+looked". The ledger can: every registered check is a row whether it was
+armed or not, and every encounter a check has is counted under exactly one
+disposition. A check that is not armed (or not built yet) is noted
+``not-applicable`` once per run, so a later check slots in without changing
+the ledger's shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+from .findings import (
+    CHECKED_FAIL,
+    CHECKED_PASS,
+    NOT_APPLICABLE,
+    UNREACHABLE,
+    Disposition,
+    Kind,
+    Seam,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckId:
+    """A registered check: one kind at one seam."""
+
+    check: Kind
+    seam: Seam
+
+    def render(self) -> str:
+        return f"{self.check}@{self.seam}"
+
+
+# Registration order is report order. duplicate-execution is a named kind
+# with no check yet: it is deliberately NOT registered, so no row ever
+# implies someone looked for it.
+REGISTERED_CHECKS: Final[tuple[CheckId, ...]] = (
+    CheckId("invariant-violation", "wire"),
+    CheckId("invariant-violation", "compose"),
+    CheckId("dangling-reference", "compose"),
+    CheckId("unsupported-argument", "choice"),
+    CheckId("unsupported-claim", "claim"),
+    CheckId("empty-lookup", "write"),
+    CheckId("column-type-mismatch", "write"),
+    CheckId("missing-column", "write"),
+    CheckId("prior-turn-evidence", "claim"),
+)
+
+COLUMN_TYPE_MISMATCH: Final = CheckId("column-type-mismatch", "write")
+MISSING_COLUMN: Final = CheckId("missing-column", "write")
+EMPTY_LOOKUP: Final = CheckId("empty-lookup", "write")
+DANGLING_REFERENCE: Final = CheckId("dangling-reference", "compose")
+UNSUPPORTED_ARGUMENT: Final = CheckId("unsupported-argument", "choice")
+WIRE_INVARIANT: Final = CheckId("invariant-violation", "wire")
+COMPOSE_INVARIANT: Final = CheckId("invariant-violation", "compose")
+UNSUPPORTED_CLAIM: Final = CheckId("unsupported-claim", "claim")
+PRIOR_TURN_EVIDENCE: Final = CheckId("prior-turn-evidence", "claim")
+
+# The field names of a report row, in order: the telemetry attributes, the
+# recording reader and the README table all read this tuple.
+ROW_FIELDS: Final[tuple[str, ...]] = (
+    "check",
+    "seam",
+    "checked",
+    "findings",
+    "not_applicable",
+    "unreachable",
+    "synthetic",
+    "last_fired_at",
+)
+
+Posture = Literal["observe", "dev"]
+
+
+@dataclass(slots=True)
+class LedgerRow:
+    """One check's counts for one run.
+
+    ``checked`` = passes + failures; ``findings`` = failures (never more than
+    ``checked``); ``last_fired_at`` is epoch milliseconds of the last failure,
+    ``None`` until one happens (never a fabricated zero).
+    """
+
+    check: Kind
+    seam: Seam
+    checked: int = 0
+    findings: int = 0
+    not_applicable: int = 0
+    unreachable: int = 0
+    synthetic: int = 0
+    last_fired_at: int | None = None
+
+    @property
+    def check_id(self) -> CheckId:
+        return CheckId(self.check, self.seam)
+
+    def touched(self) -> bool:
+        return self.checked + self.not_applicable + self.unreachable > 0
+
+    def as_dict(self) -> dict[str, object]:
+        """The row as plain data; ``last_fired_at`` is absent until a failure."""
+        out: dict[str, object] = {name: getattr(self, name) for name in ROW_FIELDS}
+        if self.last_fired_at is None:
+            del out["last_fired_at"]
+        return out
+
+
+class CheckerDeadError(RuntimeError):
+    """A registered check saw work and filed nothing, or missed its own canary."""
+
+    def __init__(self, check_id: CheckId, detail: str) -> None:
+        self.check = check_id.check
+        self.seam = check_id.seam
+        super().__init__(
+            f"context_integrity checker dead: {check_id.check!r} at the {check_id.seam} seam {detail} "
+            "A report that stays green because a check never ran is decoration, not health. "
+            "Re-wire the check or stop registering it."
+        )
+
+
+@dataclass(slots=True)
+class _Canary:
+    minted: int = 0
+    caught: int = 0
+
+
+@dataclass
+class DispositionLedger:
+    """Counts every encounter of every registered check during one run."""
+
+    checks: tuple[CheckId, ...] = REGISTERED_CHECKS
+    _rows: dict[CheckId, LedgerRow] = field(init=False, repr=False)
+    _canaries: dict[CheckId, _Canary] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._rows = {c: LedgerRow(c.check, c.seam) for c in self.checks}
+        self._canaries = {c: _Canary() for c in self.checks}
+
+    def is_registered(self, check_id: CheckId) -> bool:
+        return check_id in self._rows
+
+    def note(self, check_id: CheckId, disposition: Disposition, at_ms: int | None = None) -> None:
+        """Count one encounter. Notes for an unregistered check are ignored."""
+        row = self._rows.get(check_id)
+        if row is None:
+            return
+        if disposition == CHECKED_PASS:
+            row.checked += 1
+        elif disposition == CHECKED_FAIL:
+            row.checked += 1
+            row.findings += 1
+            if at_ms is not None:
+                row.last_fired_at = at_ms
+        elif disposition == NOT_APPLICABLE:
+            row.not_applicable += 1
+        elif disposition == UNREACHABLE:
+            row.unreachable += 1
+
+    def note_synthetic(self, check_id: CheckId, outcome: Literal["minted", "caught"]) -> None:
+        """Count a canary; canaries never touch the real counts."""
+        canary = self._canaries.get(check_id)
+        if canary is None:
+            return
+        if outcome == "minted":
+            canary.minted += 1
+            self._rows[check_id].synthetic += 1
+        else:
+            canary.caught += 1
+
+    def row(self, check_id: CheckId) -> LedgerRow:
+        source = self._rows[check_id]
+        return LedgerRow(
+            source.check,
+            source.seam,
+            source.checked,
+            source.findings,
+            source.not_applicable,
+            source.unreachable,
+            source.synthetic,
+            source.last_fired_at,
+        )
+
+    def report(self) -> list[LedgerRow]:
+        """Fresh copies of every row, in registration order."""
+        return [self.row(c) for c in self.checks]
+
+    def totals(self) -> dict[str, int]:
+        rows = self._rows.values()
+        return {
+            "checked": sum(r.checked for r in rows),
+            "findings": sum(r.findings for r in rows),
+            "not_applicable": sum(r.not_applicable for r in rows),
+            "unreachable": sum(r.unreachable for r in rows),
+            "synthetic": sum(r.synthetic for r in rows),
+        }
+
+    def assert_alive(self, *, work_existed: bool) -> None:
+        """Raise :class:`CheckerDeadError` for the first registered row that is provably dead."""
+        for check_id in self.checks:
+            row = self._rows[check_id]
+            if work_existed and not row.touched():
+                raise CheckerDeadError(
+                    check_id,
+                    "filed no disposition at all in a run where work existed: not pass, not fail, "
+                    "not not-applicable, not unreachable.",
+                )
+            canary = self._canaries[check_id]
+            if canary.minted and canary.caught < canary.minted:
+                raise CheckerDeadError(
+                    check_id,
+                    f"was handed {canary.minted} synthetic contradiction(s) and caught {canary.caught}.",
+                )

@@ -1,0 +1,35 @@
+"""Every numeric bound the library keeps, in one place.
+
+Each bound exists so that a tool result, however large or strange, cannot
+make a finding, a span or a run's memory grow without limit.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# A value quoted inside a finding's message: enough to recognise the shape,
+# never enough to carry a tool's payload into the record.
+MAX_QUOTED_CHARS: Final = 80
+
+# Problems named one by one in an enforce refusal before "and N more".
+MAX_NAMED_IN_REFUSAL: Final = 5
+
+# Shortest string argument the grounding checks judge; shorter values
+# ("id", "a1") match everything and prove nothing.
+MIN_CHECKED_ARGUMENT_CHARS: Final = 4
+
+# How deep the enum collector walks a tool's input schema.
+MAX_SCHEMA_DEPTH: Final = 8
+
+# A witness value or message written to a telemetry attribute.
+MAX_ATTRIBUTE_CHARS: Final = 2048
+
+# Findings kept per run for dedupe; past this, identities are still deduped
+# by hash but no more finding objects are retained.
+MAX_FINDINGS_PER_RUN: Final = 1000
+
+# Served texts a run keeps for the empty-lookup producer corpus and the
+# dangling-reference bookkeeping (oldest dropped first).
+MAX_SERVED_RESULTS_PER_RUN: Final = 2000
+MAX_SERVED_TEXT_CHARS: Final = 65_536

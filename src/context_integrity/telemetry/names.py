@@ -1,0 +1,154 @@
+"""Every telemetry name the library emits: spans, events, attributes, metrics.
+
+Dashboards, alert rules, the collector configuration, the recording reader and
+the tests all depend on these strings, so they have one owner and change only
+deliberately. This module imports nothing (not even OpenTelemetry) so that
+``recording.py`` and the deployment tests can read it without the SDK.
+
+The ``gen_ai.*`` names follow the OpenTelemetry GenAI semantic conventions;
+they are our own constants rather than imports of the (deprecated, moving)
+``opentelemetry-semantic-conventions`` names.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# ── Instrumentation scope ───────────────────────────────────────────────
+INSTRUMENTATION_NAME: Final = "context_integrity"
+
+# ── GenAI semantic conventions ──────────────────────────────────────────
+GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
+GEN_AI_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
+GEN_AI_TOOL_TYPE: Final = "gen_ai.tool.type"
+GEN_AI_TOOL_DESCRIPTION: Final = "gen_ai.tool.description"
+GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"
+GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
+GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
+# Opt-in content attributes: never written unless the user turns content capture on.
+GEN_AI_TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
+GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
+GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
+GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
+GEN_AI_SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"
+CONTENT_ATTRIBUTES: Final[tuple[str, ...]] = (
+    GEN_AI_TOOL_CALL_ARGUMENTS,
+    GEN_AI_TOOL_CALL_RESULT,
+    GEN_AI_INPUT_MESSAGES,
+    GEN_AI_OUTPUT_MESSAGES,
+    GEN_AI_SYSTEM_INSTRUCTIONS,
+)
+
+OPERATION_EXECUTE_TOOL: Final = "execute_tool"
+OPERATION_INVOKE_AGENT: Final = "invoke_agent"
+OPERATION_CHAT: Final = "chat"
+TOOL_TYPE_FUNCTION: Final = "function"
+TOOL_TYPE_EXTENSION: Final = "extension"
+
+ERROR_TYPE: Final = "error.type"
+ERROR_RESULT_REJECTED: Final = "context_integrity.result_rejected"
+
+
+def tool_span_name(tool: str) -> str:
+    return f"{OPERATION_EXECUTE_TOOL} {tool}"
+
+
+def run_span_name(agent: str) -> str:
+    return f"{OPERATION_INVOKE_AGENT} {agent}"
+
+
+def chat_span_name(model: str) -> str:
+    return f"{OPERATION_CHAT} {model}"
+
+
+# ── Findings ────────────────────────────────────────────────────────────
+_NS: Final = "context_integrity"
+FINDING_EVENT: Final = f"{_NS}.finding"
+FINDING_KIND: Final = f"{_NS}.finding.kind"
+FINDING_SEAM: Final = f"{_NS}.finding.seam"
+FINDING_PREDICATE: Final = f"{_NS}.finding.predicate"
+FINDING_ADVISORY: Final = f"{_NS}.finding.advisory"
+FINDING_MESSAGE: Final = f"{_NS}.finding.message"
+FINDING_IDENTITY: Final = f"{_NS}.finding.identity"
+FINDING_SUBJECTS: Final = f"{_NS}.finding.subjects"
+FINDING_EPOCH: Final = f"{_NS}.finding.epoch"
+FINDING_WITNESS_COUNT: Final = f"{_NS}.finding.witness_count"
+
+WITNESS_PREFIX: Final = f"{_NS}.witness"
+WITNESS_FIELDS: Final[tuple[str, ...]] = (
+    "subject",
+    "predicate",
+    "value",
+    "epoch",
+    "stratum",
+    "provenance",
+)
+
+
+def witness_attribute(index: int, field: str) -> str:
+    """``context_integrity.witness.<index>.<field>``."""
+    return f"{WITNESS_PREFIX}.{index}.{field}"
+
+
+# Span-level summaries: let Tempo span metrics and TraceQL select spans
+# without reading events, and survive the SDK's per-span event cap.
+FINDINGS_COUNT: Final = f"{_NS}.findings.count"
+FINDINGS_KINDS: Final = f"{_NS}.findings.kinds"
+
+EXTERNAL_GROUND_EVENT: Final = f"{_NS}.external_ground_used"
+EXTERNAL_GROUND_PATH: Final = f"{_NS}.external_ground.path"
+EXTERNAL_GROUND_VALUE: Final = f"{_NS}.external_ground.value"
+EXTERNAL_GROUND_SOURCE: Final = f"{_NS}.external_ground.source"
+
+# Recorded when our own code failed and the host was shielded from it.
+INTERNAL_ERROR_EVENT: Final = f"{_NS}.internal_error"
+INTERNAL_ERROR_WHERE: Final = f"{_NS}.internal_error.where"
+INTERNAL_ERROR_TYPE: Final = f"{_NS}.internal_error.type"
+
+# ── The run summary ─────────────────────────────────────────────────────
+DISPOSITION_SPAN: Final = f"{_NS}.disposition"
+DISPOSITION_ROW_EVENT: Final = f"{_NS}.disposition.row"
+POSTURE: Final = f"{_NS}.posture"
+WORK_EXISTED: Final = f"{_NS}.work_existed"
+RUN_OUTCOME: Final = f"{_NS}.run.outcome"
+TOTALS_PREFIX: Final = f"{_NS}.totals"
+ROW_PREFIX: Final = f"{_NS}.row"
+# Inside a disposition.row event: the row's own fields under this prefix.
+ROW_EVENT_PREFIX: Final = f"{_NS}.row"
+
+
+def totals_attribute(field: str) -> str:
+    """``context_integrity.totals.<field>``."""
+    return f"{TOTALS_PREFIX}.{field}"
+
+
+def row_attribute(check: str, seam: str, field: str) -> str:
+    """``context_integrity.row.<check>.<seam>.<field>``: one scalar per row field, for queries."""
+    return f"{ROW_PREFIX}.{check}.{seam}.{field}"
+
+
+def row_event_attribute(field: str) -> str:
+    """``context_integrity.row.<field>`` inside a ``disposition.row`` event."""
+    return f"{ROW_EVENT_PREFIX}.{field}"
+
+
+# ── Metrics ─────────────────────────────────────────────────────────────
+FINDINGS_METRIC: Final = f"{_NS}.findings"
+FINDINGS_METRIC_UNIT: Final = "{finding}"
+METRIC_KIND: Final = "kind"
+METRIC_SEAM: Final = "seam"
+METRIC_TOOL: Final = "tool"
+METRIC_ADVISORY: Final = "advisory"
+
+
+def prometheus_metric_name(otel_name: str, *, counter: bool = True) -> str:
+    """The name a Prometheus exporter gives an OpenTelemetry metric (dots to underscores, ``_total``)."""
+    name = otel_name.replace(".", "_")
+    return f"{name}_total" if counter else name
+
+
+PROMETHEUS_FINDINGS_METRIC: Final = prometheus_metric_name(FINDINGS_METRIC)
+
+# ── Log-based events ────────────────────────────────────────────────────
+FINDING_LOG_EVENT_NAME: Final = FINDING_EVENT

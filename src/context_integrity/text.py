@@ -1,0 +1,40 @@
+"""Small text helpers shared by every check's messages."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .limits import MAX_QUOTED_CHARS
+
+
+def clip(text: str, limit: int = MAX_QUOTED_CHARS) -> str:
+    """Cut ``text`` to ``limit`` characters, marking the cut with an ellipsis."""
+    if len(text) <= limit:
+        return text
+    return text[: max(limit - 1, 0)] + "…"
+
+
+def plural(count: int, noun: str, plural_form: str | None = None) -> str:
+    """``"1 row"``, ``"2 rows"``."""
+    return f"{count} {noun if count == 1 else (plural_form or noun + 's')}"
+
+
+def render_value(value: Any, limit: int = MAX_QUOTED_CHARS) -> str:
+    """One value the way a person would recognise it, clipped.
+
+    Strings are quoted; numbers and booleans print as themselves; anything
+    else is shown as compact JSON (falling back to ``repr``). Never raises.
+    """
+    try:
+        if isinstance(value, str):
+            return f'"{clip(value, limit)}"'
+        if isinstance(value, (bool, int, float)) or value is None:
+            return repr(value)
+        try:
+            text = json.dumps(value, default=repr, ensure_ascii=False)
+        except (TypeError, ValueError, RecursionError):
+            text = repr(value)
+        return clip(text, limit)
+    except Exception:  # a hostile __repr__ must not reach the host
+        return f"<unprintable {type(value).__name__}>"
