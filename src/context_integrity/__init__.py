@@ -29,9 +29,13 @@ from .findings import (
     dedupe_findings,
     finding_identity,
 )
+from .judge import COLUMN_DIALS, Dials, SetupError
 from .ledger import REGISTERED_CHECKS, CheckerDeadError, CheckId, DispositionLedger, LedgerRow
+from .telemetry.instrument import Run, current_run, declare_tool, run, tool
+from .telemetry.setup import Instrumentation, flush, setup, shutdown
 
 __all__ = [
+    "COLUMN_DIALS",
     "COLUMN_TYPES",
     "DISPOSITIONS",
     "KINDS",
@@ -42,21 +46,32 @@ __all__ = [
     "ColumnDeclaration",
     "ColumnType",
     "DeclarationError",
+    "Dials",
     "Disposition",
     "DispositionLedger",
     "Encounter",
     "Finding",
+    "Instrumentation",
     "Kind",
     "LedgerRow",
     "NormalizedColumn",
+    "Run",
     "Seam",
+    "SetupError",
     "Subject",
     "ToolContract",
     "Witness",
     "assert_arguments_from",
     "assert_result_columns",
+    "current_run",
+    "declare_tool",
     "dedupe_findings",
     "define_contract",
     "finding_identity",
+    "flush",
     "normalize_columns",
+    "run",
+    "setup",
+    "shutdown",
+    "tool",
 ]
