@@ -121,6 +121,9 @@ class ContractBook:
     def forget(self, name: str) -> None:
         self._contracts.pop(name, None)
 
+    def names(self) -> frozenset[str]:
+        return frozenset(self._contracts)
+
     def __iter__(self) -> Iterator[ToolContract]:
         return iter(list(self._contracts.values()))
 
