@@ -3,6 +3,20 @@ and reports it as OpenTelemetry."""
 
 from __future__ import annotations
 
+from .checks.dangling_reference import DANGLING_REFERENCE_CEILING, check_dangling_references
+from .checks.empty_lookup import (
+    EMPTY_LOOKUP_CEILING,
+    Absence,
+    absent,
+    check_empty_lookup,
+    is_absence,
+)
+from .checks.unsupported_argument import (
+    UNSUPPORTED_ARGUMENT_CEILING,
+    ArgumentEncounter,
+    ArmedCall,
+    check_unsupported_arguments,
+)
 from .contracts import (
     COLUMN_TYPES,
     ColumnDeclaration,
@@ -30,13 +44,28 @@ from .findings import (
     finding_identity,
 )
 from .ledger import REGISTERED_CHECKS, CheckerDeadError, CheckId, DispositionLedger, LedgerRow
+from .protocol import (
+    ExternalGround,
+    ExternalGrounding,
+    Message,
+    ModelResponse,
+    RequestFrame,
+    ToolCall,
+    ToolDefinition,
+)
 
 __all__ = [
     "COLUMN_TYPES",
+    "DANGLING_REFERENCE_CEILING",
     "DISPOSITIONS",
+    "EMPTY_LOOKUP_CEILING",
     "KINDS",
     "REGISTERED_CHECKS",
     "SEAMS",
+    "UNSUPPORTED_ARGUMENT_CEILING",
+    "Absence",
+    "ArgumentEncounter",
+    "ArmedCall",
     "CheckId",
     "CheckerDeadError",
     "ColumnDeclaration",
@@ -45,18 +74,30 @@ __all__ = [
     "Disposition",
     "DispositionLedger",
     "Encounter",
+    "ExternalGround",
+    "ExternalGrounding",
     "Finding",
     "Kind",
     "LedgerRow",
+    "Message",
+    "ModelResponse",
     "NormalizedColumn",
+    "RequestFrame",
     "Seam",
     "Subject",
+    "ToolCall",
     "ToolContract",
+    "ToolDefinition",
     "Witness",
+    "absent",
     "assert_arguments_from",
     "assert_result_columns",
+    "check_dangling_references",
+    "check_empty_lookup",
+    "check_unsupported_arguments",
     "dedupe_findings",
     "define_contract",
     "finding_identity",
+    "is_absence",
     "normalize_columns",
 ]
