@@ -191,8 +191,8 @@ def _finding(
     )
     message = (
         f"Tool '{tool_name}' was called with {path} = {render_value(value)}, a value '{producer}' "
-        f"served earlier in this run, and it returned {phrase}. From here a true absence and a "
-        f"lookup that is broken (a wrong filter, a key spelled differently) cannot be told apart. "
+        f"served earlier in this run, and it returned {phrase}: either nothing really matches, or "
+        f"the lookup cannot find what exists (a wrong filter, a key spelled differently). "
         f"{EMPTY_LOOKUP_CEILING} (Tool call {call_id}.) Nothing here blocked the call, changed the "
         f"result, or retried anything."
     )
