@@ -197,7 +197,9 @@ def test_negative_armed_but_not_offered_is_not_judged() -> None:
 
 
 def test_disposition_nothing_evicted_is_not_applicable() -> None:
-    encounter = check_dangling_references(offered=["screen_fire"], grounds=GROUNDS, evicted=set(), present=set())
+    encounter = check_dangling_references(
+        offered=["screen_fire"], grounds=GROUNDS, evicted=set(), present=set()
+    )
     assert encounter.disposition == NOT_APPLICABLE
 
 
@@ -207,7 +209,7 @@ def test_disposition_no_armed_tool_is_not_applicable() -> None:
 
 
 def test_disposition_never_unreachable() -> None:
-    cases = [
+    cases: list[tuple[list[str], dict[str, list[str]], set[str], set[str]]] = [
         ([], {}, set(), set()),
         (["screen_fire"], GROUNDS, {"whats_here"}, set()),
         (["screen_fire"], GROUNDS, {"whats_here"}, {"whats_here"}),
