@@ -33,3 +33,12 @@ MAX_FINDINGS_PER_RUN: Final = 1000
 # dangling-reference bookkeeping (oldest dropped first).
 MAX_SERVED_RESULTS_PER_RUN: Final = 2000
 MAX_SERVED_TEXT_CHARS: Final = 65_536
+
+# How deep the argument walk descends into a tool call's arguments. Models
+# write shallow JSON; anything deeper is either hostile or a cycle, and a
+# walk that stops early is better than one that never returns.
+MAX_ARGUMENT_DEPTH: Final = 32
+
+# Entries read from an application's external-grounds provider per look.
+# The provider is app code; a runaway generator must not stall the agent.
+MAX_EXTERNAL_GROUNDS: Final = 10_000

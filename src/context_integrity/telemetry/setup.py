@@ -47,7 +47,6 @@ from .processor import DispositionSpanProcessor
 logger = logging.getLogger("context_integrity")
 
 
-
 def _version() -> str:
     try:
         from importlib.metadata import version
