@@ -54,7 +54,7 @@ from .protocol import (
     ToolCall,
     ToolDefinition,
 )
-from .telemetry.instrument import Run, current_run, declare_tool, run, tool
+from .telemetry.instrument import ModelCall, Run, current_run, declare_tool, run, tool
 from .telemetry.setup import Instrumentation, flush, setup, shutdown
 
 __all__ = [
@@ -86,6 +86,7 @@ __all__ = [
     "Kind",
     "LedgerRow",
     "Message",
+    "ModelCall",
     "ModelResponse",
     "NormalizedColumn",
     "RequestFrame",

@@ -13,12 +13,18 @@ logged by the caller (through :attr:`RunJudge.internal_errors`) and noted
 from __future__ import annotations
 
 import itertools
+import json
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, get_args
+from typing import Any, Final, Literal, TypeVar, get_args
 
+from .checks.arguments import declared_enum_values
 from .checks.column_types import ColumnTypeEncounter, check_column_types
+from .checks.dangling_reference import check_dangling_references
+from .checks.empty_lookup import check_empty_lookup
+from .checks.unsupported_argument import ArgumentEncounter, ArmedCall, check_unsupported_arguments
 from .contracts import ToolContract
 from .findings import (
     CHECKED_FAIL,
@@ -43,7 +49,16 @@ from .ledger import (
     LedgerRow,
     Posture,
 )
-from .limits import MAX_FINDINGS_PER_RUN
+from .limits import MAX_FINDINGS_PER_RUN, MAX_SERVED_RESULTS_PER_RUN, MAX_SERVED_TEXT_CHARS
+from .protocol import (
+    ExternalGrounding,
+    ModelResponse,
+    RequestFrame,
+    content_text,
+    frame_ground,
+    message_text,
+    tool_names_present,
+)
 
 ColumnDial = Literal["off", "warn", "enforce"]
 COLUMN_DIALS: Final[tuple[ColumnDial, ...]] = get_args(ColumnDial)
@@ -136,6 +151,10 @@ class ContractBook:
     def any_grounds(self) -> bool:
         return any(c.arguments_from for c in self._contracts.values())
 
+    def grounds(self) -> dict[str, tuple[str, ...]]:
+        """Tool name -> the tools its arguments come from, for every tool that declared them."""
+        return {c.name: c.arguments_from for c in self._contracts.values() if c.arguments_from}
+
 
 @dataclass(frozen=True, slots=True)
 class InternalError:
@@ -143,6 +162,14 @@ class InternalError:
 
     where: str
     error: BaseException
+
+
+@dataclass(slots=True)
+class ChoiceVerdict:
+    """What the choice seam concluded about one model response."""
+
+    findings: list[Finding] = field(default_factory=list)
+    excusals: list[ExternalGrounding] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -156,6 +183,23 @@ class ToolVerdict:
     findings: list[Finding] = field(default_factory=list)
     refusal: str | None = None
     judged: bool = False
+
+
+_T = TypeVar("_T")
+
+
+def _served_text(value: object) -> str:
+    """A tool result as the text a producer served: what empty-lookup searches for ids."""
+    if isinstance(value, str):
+        text = value
+    elif isinstance(value, (list, tuple, dict)):
+        try:
+            text = json.dumps(value, default=str, ensure_ascii=False)
+        except (TypeError, ValueError, RecursionError):
+            text = content_text(value)
+    else:
+        text = content_text(value)
+    return text[:MAX_SERVED_TEXT_CHARS]
 
 
 def _now_ms() -> int:
@@ -216,6 +260,12 @@ class RunJudge:
         self._seen: set[str] = set()
         self._call_ids = itertools.count(1)
         self._begun = False
+        # Grounding state, kept only when a tool declared arguments_from.
+        self._grounds = contracts.grounds() if self.arming.grounding else {}
+        self._producers = frozenset(g for grounds in self._grounds.values() for g in grounds)
+        self._served: set[str] = set()
+        self._produced: deque[tuple[str, str, str]] = deque()
+        self._produced_keys: set[tuple[str, str]] = set()
 
     # ── lifecycle ──────────────────────────────────────────────────────
     def begin(self) -> None:
@@ -275,7 +325,144 @@ class RunJudge:
                 verdict.findings.extend(self._first_sightings(encounter.findings))
                 if isinstance(encounter, ColumnTypeEncounter) and encounter.refusal is not None:
                     verdict.refusal = encounter.refusal
+        if self.arming.empty_lookup and contract.arguments_from:
+            grounds = contract.arguments_from
+            produced = [(name, text) for name, _, text in self._produced]
+            lookup = self._run_check(
+                "empty lookup",
+                (EMPTY_LOOKUP,),
+                lambda: check_empty_lookup(
+                    tool_name=tool_name,
+                    call_id=call_id,
+                    arguments=arguments() if callable(arguments) else (arguments or {}),
+                    arguments_from=grounds,
+                    result=result,
+                    produced=produced,
+                    epoch=self.epoch,
+                ),
+            )
+            if lookup is not None:
+                verdict.judged = True
+                self._note(EMPTY_LOOKUP, lookup.disposition)
+                verdict.findings.extend(self._first_sightings(lookup.findings))
+        if self._grounds:
+            self._served.add(tool_name)
+            if tool_name in self._producers:
+                self._remember_produced(tool_name, call_id, result)
         return verdict
+
+    # ── the compose seam ───────────────────────────────────────────────
+    def judge_request(self, frame: RequestFrame) -> list[Finding]:
+        """Judge one assembled request before it goes to the model. Never raises."""
+        self.work_existed = True
+        self.epoch += 1
+        if not self._grounds:
+            return []
+        present = self._guard(frozenset[str](), lambda: tool_names_present(frame))
+        self._remember_frame_results(frame)
+        evicted = frozenset(self._served - present)
+        offered = [tool.name for tool in frame.tools]
+        encounter = self._run_check(
+            "dangling reference",
+            (DANGLING_REFERENCE,),
+            lambda: check_dangling_references(
+                offered=offered, grounds=self._grounds, evicted=evicted, present=present, epoch=self.epoch
+            ),
+        )
+        self._served |= present
+        if encounter is None:
+            return []
+        self._note(DANGLING_REFERENCE, encounter.disposition)
+        return self._first_sightings(encounter.findings)
+
+    # ── the choice seam ────────────────────────────────────────────────
+    def judge_response(self, frame: RequestFrame | None, response: ModelResponse) -> ChoiceVerdict:
+        """Judge the calls one model response makes, against the request it answered. Never raises."""
+        self.work_existed = True
+        verdict = ChoiceVerdict()
+        if self.arming.column_types and not any(
+            (c := self.contracts.get(call.name)) is not None and c.result_columns for call in response.calls
+        ):
+            self._note(COLUMN_TYPE_MISMATCH, NOT_APPLICABLE)
+            self._note(MISSING_COLUMN, NOT_APPLICABLE)
+        if not self._grounds:
+            return verdict
+        armed = [call for call in response.calls if call.name in self._grounds]
+        if self.arming.empty_lookup and not armed:
+            self._note(EMPTY_LOOKUP, NOT_APPLICABLE)
+        if not armed:
+            self._note(UNSUPPORTED_ARGUMENT, NOT_APPLICABLE)
+            return verdict
+        offered_schemas = {t.name: t.input_schema for t in frame.tools} if frame is not None else {}
+        calls = [
+            ArmedCall(
+                tool_name=call.name,
+                call_id=call.call_id,
+                arguments=call.arguments,
+                arguments_from=self._grounds[call.name],
+                declared_enums=self._enums(call.name, offered_schemas.get(call.name)),
+            )
+            for call in armed
+        ]
+        ground = frame_ground(frame) if frame is not None else None
+        encounter = self._run_check(
+            "unsupported argument",
+            (UNSUPPORTED_ARGUMENT,),
+            lambda: check_unsupported_arguments(
+                calls=calls,
+                grounded=ground.grounded if ground is not None else (),
+                assistant=ground.assistant if ground is not None else (),
+                external=self.dials.external_grounds,
+                epoch=self.epoch,
+            ),
+        )
+        if encounter is None:
+            return verdict
+        self._note(UNSUPPORTED_ARGUMENT, encounter.disposition)
+        verdict.findings = self._first_sightings(encounter.findings)
+        if isinstance(encounter, ArgumentEncounter):
+            verdict.excusals = list(encounter.excusals)
+        return verdict
+
+    # ── grounding bookkeeping ──────────────────────────────────────────
+    def _enums(self, tool_name: str, offered_schema: object) -> frozenset[str]:
+        schema = offered_schema
+        if schema is None:
+            contract = self.contracts.get(tool_name)
+            schema = contract.input_schema if contract is not None else None
+        return declared_enum_values(schema)
+
+    def _remember_produced(self, tool_name: str, key: str, value: object) -> None:
+        if (tool_name, key) in self._produced_keys:
+            return
+        text = self._guard("", lambda: _served_text(value))
+        if not text:
+            return
+        if len(self._produced) >= MAX_SERVED_RESULTS_PER_RUN:
+            oldest_name, oldest_key, _ = self._produced.popleft()
+            self._produced_keys.discard((oldest_name, oldest_key))
+        self._produced.append((tool_name, key, text))
+        self._produced_keys.add((tool_name, key))
+
+    def _remember_frame_results(self, frame: RequestFrame) -> None:
+        """Producer results that reach the model through frames count as served, once each."""
+        if not self._producers:
+            return
+        names_by_call = {call.call_id: call.name for message in frame.messages for call in message.tool_calls}
+        for message in frame.messages:
+            if message.role != "tool":
+                continue
+            name = message.tool_name or names_by_call.get(message.tool_call_id or "")
+            if name in self._producers and name is not None:
+                key = message.tool_call_id or f"frame:{hash(message_text(message))}"
+                self._remember_produced(name, key, message.content)
+
+    def _guard(self, fallback: _T, compute: Callable[[], _T]) -> _T:
+        try:
+            return compute()
+        except Exception as error:
+            self.internal_errors.append(InternalError("reading a request", error))
+            return fallback
 
     # ── shared machinery ───────────────────────────────────────────────
     def _run_check(

@@ -33,6 +33,7 @@ from ..findings import Finding, kinds_of
 from ..judge import Dials, RunJudge
 from ..ledger import LedgerRow
 from ..limits import MAX_ATTRIBUTE_CHARS
+from ..protocol import ExternalGrounding, ModelResponse, RequestFrame, ToolCall
 from ..text import clip
 from . import names
 from .attributes import finding_attributes
@@ -144,18 +145,25 @@ class _ToolCall:
 
     __slots__ = ("_token", "arguments", "call_id", "contract", "findings", "inst", "judge", "span")
 
-    def __init__(self, contract: ToolContract, arguments: Callable[[], Mapping[str, Any]]) -> None:
+    def __init__(
+        self,
+        contract: ToolContract,
+        arguments: Callable[[], Mapping[str, Any]],
+        *,
+        run: Run | None = None,
+        call_id: str | None = None,
+    ) -> None:
         self.contract = contract
         self.arguments = arguments
         self.inst = current()
-        run = _current_run.get()
+        run = run if run is not None else _current_run.get()
         dials = self.inst.dials if self.inst is not None else _DEFAULT_DIALS
         if run is not None and run.judge is not None:
             self.judge = run.judge
-            self.call_id = run.take_call_id(contract.name)
+            self.call_id = call_id or run.take_call_id(contract.name)
         else:
             self.judge = RunJudge(CONTRACTS, dials, with_ledger=False)
-            self.call_id = f"call_{uuid.uuid4().hex[:12]}"
+            self.call_id = call_id or f"call_{uuid.uuid4().hex[:12]}"
         self.span = _tracer(self.inst).start_span(
             names.tool_span_name(contract.name),
             kind=SpanKind.INTERNAL,
@@ -485,6 +493,54 @@ class Run:
             outcome=self.outcome,
         )
 
+    # ── the loop protocol ──────────────────────────────────────────────
+    def request(self, frame: RequestFrame, *, model: str | None = None) -> ModelCall:
+        """Report an assembled request (the compose seam); returns the open model call.
+
+        Use as ``with run.request(frame) as call: ... call.respond(response)``,
+        or call :meth:`ModelCall.respond` without the ``with``; either way the
+        ``chat`` span ends exactly once.
+        """
+        return ModelCall(self, frame, model or frame.model or "model")
+
+    def tool_result(
+        self,
+        tool_name: str,
+        call_id: str | None,
+        result: object,
+        *,
+        arguments: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """Report the result of a tool this application did not decorate (the write seam).
+
+        Returns what the model should read: the result itself, or the refusal
+        sentence when ``check_column_types="enforce"`` refused it.
+        """
+        try:
+            contract = CONTRACTS.get(tool_name) or define_contract(tool_name)
+        except Exception as ours:
+            _record_internal_error(self.span, "reporting a tool result", ours)
+            return result
+        args = dict(arguments or {})
+        try:
+            call = _ToolCall(contract, lambda: args, run=self, call_id=call_id)
+        except Exception as ours:
+            _record_internal_error(self.span, "opening a tool span", ours)
+            return result
+        return call.finish(result)
+
+    def answer(self, text: str) -> None:
+        """Report the final answer (the claim seam). Its checks are not built yet; their rows say so."""
+        try:
+            if self._inst is not None and self._inst.capture_content and self.span is not None:
+                self.span.set_attribute(
+                    names.GEN_AI_OUTPUT_MESSAGES, _content([{"role": "assistant", "content": text}])
+                )
+            if self.judge is not None:
+                self.judge.work_existed = True
+        except Exception as ours:
+            _record_internal_error(self.span, "reporting the answer", ours)
+
     # ── call ids ───────────────────────────────────────────────────────
     def expect_call(self, tool_name: str, call_id: str) -> None:
         """Tell the run the id the model gave a call, so the tool span carries it."""
@@ -496,6 +552,130 @@ class Run:
             return pending.pop(0)
         assert self.judge is not None
         return self.judge.next_call_id(tool_name)
+
+
+class ModelCall:
+    """One model call in flight: a ``chat {model}`` span judged at the compose and choice seams."""
+
+    def __init__(self, agent_run: Run, frame: RequestFrame, model: str) -> None:
+        self.run = agent_run
+        self.frame = frame
+        self.model = model
+        self.span: Span | None = None
+        self.findings: list[Finding] = []
+        self.excusals: list[ExternalGrounding] = []
+        self._ended = False
+        self._on_span: SpanFindings | None = None
+        try:
+            inst = agent_run._inst
+            parent = trace.set_span_in_context(agent_run.span) if agent_run.span is not None else None
+            self.span = _tracer(inst).start_span(
+                names.chat_span_name(model),
+                context=parent,
+                kind=SpanKind.CLIENT,
+                attributes={
+                    names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT,
+                    names.GEN_AI_REQUEST_MODEL: model,
+                },
+            )
+            self._on_span = SpanFindings(self.span)
+            if agent_run.judge is not None:
+                found = agent_run.judge.judge_request(frame)
+                self._attach(found)
+        except Exception as ours:
+            _record_internal_error(self.span, "judging a request", ours)
+
+    def _attach(self, found: Sequence[Finding]) -> None:
+        judge = self.run.judge
+        if judge is not None:
+            for problem in judge.internal_errors:
+                _record_internal_error(self.span, f"check {problem.where}", problem.error)
+            judge.internal_errors.clear()
+        if found and self._on_span is not None:
+            self.findings.extend(found)
+            self._on_span.add(self.run._inst, found, tool_name=_subject_tool(found[0]), call_id=None)
+
+    def respond(
+        self,
+        response: ModelResponse | None = None,
+        *,
+        calls: Sequence[ToolCall] = (),
+        text: str | None = None,
+    ) -> None:
+        """Report the response (the choice seam) and end the ``chat`` span."""
+        if self._ended:
+            return
+        try:
+            reply = response if response is not None else ModelResponse(calls=tuple(calls), text=text)
+            for call in reply.calls:
+                self.run.expect_call(call.name, call.call_id)
+            judge = self.run.judge
+            if judge is not None:
+                verdict = judge.judge_response(self.frame, reply)
+                self._attach_choice(verdict.findings, reply)
+                self.excusals.extend(verdict.excusals)
+                if self.span is not None:
+                    for excusal in verdict.excusals:
+                        self.span.add_event(
+                            names.EXTERNAL_GROUND_EVENT,
+                            {
+                                names.GEN_AI_TOOL_NAME: excusal.tool_name,
+                                names.GEN_AI_TOOL_CALL_ID: excusal.call_id,
+                                names.EXTERNAL_GROUND_PATH: excusal.path,
+                                names.EXTERNAL_GROUND_VALUE: clip(excusal.value, MAX_ATTRIBUTE_CHARS),
+                                names.EXTERNAL_GROUND_SOURCE: clip(excusal.source, MAX_ATTRIBUTE_CHARS),
+                            },
+                        )
+        except Exception as ours:
+            _record_internal_error(self.span, "judging a response", ours)
+        finally:
+            self.end()
+
+    def _attach_choice(self, found: Sequence[Finding], reply: ModelResponse) -> None:
+        judge = self.run.judge
+        if judge is not None:
+            for problem in judge.internal_errors:
+                _record_internal_error(self.span, f"check {problem.where}", problem.error)
+            judge.internal_errors.clear()
+        if not found or self._on_span is None:
+            return
+        self.findings.extend(found)
+        ids = {(c.name): c.call_id for c in reply.calls}
+        for finding in found:
+            tool_name = _subject_tool(finding)
+            self._on_span.add(
+                self.run._inst, [finding], tool_name=tool_name, call_id=ids.get(tool_name or "")
+            )
+
+    def end(self, error: BaseException | None = None) -> None:
+        if self._ended:
+            return
+        self._ended = True
+        if self.span is None:
+            return
+        try:
+            if error is not None:
+                self.span.record_exception(error)
+                self.span.set_status(Status(StatusCode.ERROR, clip(str(error) or type(error).__name__, 256)))
+                self.span.set_attribute(names.ERROR_TYPE, type(error).__qualname__)
+            self.span.end()
+        except Exception as ours:
+            _record_internal_error(None, "ending a chat span", ours)
+
+    def __enter__(self) -> ModelCall:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.end(exc)
+
+
+def _subject_tool(finding: Finding) -> str | None:
+    for subject in finding.subjects:
+        if subject.kind == "tool":
+            return subject.id
+    return None
 
 
 def run(question: str | None = None, *, agent_name: str = "agent", conversation_id: str | None = None) -> Run:
