@@ -3,6 +3,14 @@ and reports it as OpenTelemetry."""
 
 from __future__ import annotations
 
+from .checks.column_types import (
+    COLUMN_TYPE_CEILING,
+    ColumnTypeEncounter,
+    ColumnViolation,
+    RowsetReading,
+    check_column_types,
+    read_rowset,
+)
 from .contracts import (
     COLUMN_TYPES,
     ColumnDeclaration,
@@ -33,6 +41,7 @@ from .ledger import REGISTERED_CHECKS, CheckerDeadError, CheckId, DispositionLed
 
 __all__ = [
     "COLUMN_TYPES",
+    "COLUMN_TYPE_CEILING",
     "DISPOSITIONS",
     "KINDS",
     "REGISTERED_CHECKS",
@@ -41,6 +50,8 @@ __all__ = [
     "CheckerDeadError",
     "ColumnDeclaration",
     "ColumnType",
+    "ColumnTypeEncounter",
+    "ColumnViolation",
     "DeclarationError",
     "Disposition",
     "DispositionLedger",
@@ -49,14 +60,17 @@ __all__ = [
     "Kind",
     "LedgerRow",
     "NormalizedColumn",
+    "RowsetReading",
     "Seam",
     "Subject",
     "ToolContract",
     "Witness",
     "assert_arguments_from",
     "assert_result_columns",
+    "check_column_types",
     "dedupe_findings",
     "define_contract",
     "finding_identity",
     "normalize_columns",
+    "read_rowset",
 ]

@@ -33,3 +33,13 @@ MAX_FINDINGS_PER_RUN: Final = 1000
 # dangling-reference bookkeeping (oldest dropped first).
 MAX_SERVED_RESULTS_PER_RUN: Final = 2000
 MAX_SERVED_TEXT_CHARS: Final = 65_536
+
+# Longest string the column check hands to ``fromisoformat`` when judging a
+# ``date`` column. The longest ISO 8601 form Python accepts is well under
+# this; past it a string cannot be an ISO date, and a 5 MB cell must not be
+# parsed to find that out.
+MAX_ISO_DATE_CHARS: Final = 64
+
+# Other kinds of offender a column finding names besides its first one
+# ("... or None, bytes"), so a column of mixed junk cannot write a long list.
+MAX_OTHER_OFFENDER_KINDS: Final = 3
