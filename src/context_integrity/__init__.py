@@ -3,6 +3,14 @@ and reports it as OpenTelemetry."""
 
 from __future__ import annotations
 
+from .checks.column_types import (
+    COLUMN_TYPE_CEILING,
+    ColumnTypeEncounter,
+    ColumnViolation,
+    RowsetReading,
+    check_column_types,
+    read_rowset,
+)
 from .checks.dangling_reference import DANGLING_REFERENCE_CEILING, check_dangling_references
 from .checks.empty_lookup import (
     EMPTY_LOOKUP_CEILING,
@@ -60,6 +68,7 @@ from .telemetry.setup import Instrumentation, flush, setup, shutdown
 __all__ = [
     "COLUMN_DIALS",
     "COLUMN_TYPES",
+    "COLUMN_TYPE_CEILING",
     "DANGLING_REFERENCE_CEILING",
     "DISPOSITIONS",
     "EMPTY_LOOKUP_CEILING",
@@ -74,6 +83,8 @@ __all__ = [
     "CheckerDeadError",
     "ColumnDeclaration",
     "ColumnType",
+    "ColumnTypeEncounter",
+    "ColumnViolation",
     "DeclarationError",
     "Dials",
     "Disposition",
@@ -90,6 +101,7 @@ __all__ = [
     "ModelResponse",
     "NormalizedColumn",
     "RequestFrame",
+    "RowsetReading",
     "Run",
     "Seam",
     "SetupError",
@@ -101,6 +113,7 @@ __all__ = [
     "absent",
     "assert_arguments_from",
     "assert_result_columns",
+    "check_column_types",
     "check_dangling_references",
     "check_empty_lookup",
     "check_unsupported_arguments",
@@ -112,6 +125,7 @@ __all__ = [
     "flush",
     "is_absence",
     "normalize_columns",
+    "read_rowset",
     "run",
     "setup",
     "shutdown",

@@ -42,3 +42,13 @@ MAX_ARGUMENT_DEPTH: Final = 32
 # Entries read from an application's external-grounds provider per look.
 # The provider is app code; a runaway generator must not stall the agent.
 MAX_EXTERNAL_GROUNDS: Final = 10_000
+
+# Longest string the column check hands to ``fromisoformat`` when judging a
+# ``date`` column. The longest ISO 8601 form Python accepts is well under
+# this; past it a string cannot be an ISO date, and a 5 MB cell must not be
+# parsed to find that out.
+MAX_ISO_DATE_CHARS: Final = 64
+
+# Other kinds of offender a column finding names besides its first one
+# ("... or None, bytes"), so a column of mixed junk cannot write a long list.
+MAX_OTHER_OFFENDER_KINDS: Final = 3
