@@ -417,6 +417,35 @@ def test_a_span_with_a_broken_id_is_skipped_and_named(scenario_lines: list[str])
     ]
 
 
+def test_an_unreadable_attribute_is_left_out_without_losing_the_span(scenario_lines: list[str]) -> None:
+    document = json.loads(_one_line(scenario_lines))
+    span = document[rec.RESOURCE_SPANS][0]["scopeSpans"][0]["spans"][0]
+    del span["parentSpanId"]
+    span["attributes"].append({"key": "odd", "value": {"intValue": "twelve"}})
+    recording = read_recording_text([json.dumps(document)])
+    [call] = recording.loose_calls
+    assert_finding(call.findings[0], LOOKUP_FINDING)
+    [problem] = recording.problems
+    assert problem.startswith("line 1: span ") and "1 attribute could not be read" in problem
+    assert "odd" in problem
+
+
+def test_a_ledger_row_with_non_integer_counts_is_reported_and_not_judged(scenario_lines: list[str]) -> None:
+    summary_line = next(line for line in scenario_lines if names.DISPOSITION_SPAN in line)
+    document = json.loads(summary_line)
+    span = document[rec.RESOURCE_SPANS][0]["scopeSpans"][0]["spans"][0]
+    first_row = next(e for e in span["events"] if e["name"] == names.DISPOSITION_ROW_EVENT)
+    for attribute in first_row["attributes"]:
+        if attribute["key"] == names.row_event_attribute(rec.COUNT_FIELDS[0]):
+            attribute["value"] = {"stringValue": "lots"}
+    lines = [line for line in scenario_lines if line is not summary_line] + [json.dumps(document)]
+    recording = read_recording_text(lines)
+    assert any(f"ledger row 0 has non-integer {rec.COUNT_FIELDS[0]}" in p for p in recording.problems)
+    assert recording.runs[0].ledger is not None
+    assert recording.runs[0].ledger[0][rec.COUNT_FIELDS[0]] == "lots"
+    format_report(recording)  # renders without raising
+
+
 def test_a_malformed_resource_list_is_a_problem() -> None:
     recording = read_recording_text([json.dumps({rec.RESOURCE_SPANS: {"not": "a list"}})])
     assert recording.problems == [
