@@ -70,7 +70,9 @@ def main(repeat: int = 9, number: int = 2000) -> float:
     }
 
     def bare() -> None:
-        with tracer.start_as_current_span("execute_tool host_group_mappings", kind=SpanKind.INTERNAL, attributes=attributes):
+        with tracer.start_as_current_span(
+            "execute_tool host_group_mappings", kind=SpanKind.INTERNAL, attributes=attributes
+        ):
             _fetch()
 
     def ours() -> None:

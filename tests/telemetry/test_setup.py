@@ -23,17 +23,19 @@ from typing import Any
 import pytest
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+from tests.conftest import Telemetry
 
 import context_integrity as ci
 from context_integrity.ledger import REGISTERED_CHECKS
 from context_integrity.recording import read_recording
 from context_integrity.telemetry import names
-from tests.conftest import Telemetry
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _python(code: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def _python(
+    code: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     full_env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + full_env.get("PYTHONPATH", "")
     full_env.update(env or {})
@@ -111,7 +113,9 @@ def test_with_no_endpoint_traces_are_recorded_and_report_reads_them(tmp_path: Pa
     assert [f.kind for f in agent_run.findings] == ["column-type-mismatch"]
     assert agent_run.findings[0].tool_name == "port_counters"
     assert agent_run.ledger is not None
-    assert [(row["check"], row["seam"]) for row in agent_run.ledger] == [(c.check, c.seam) for c in REGISTERED_CHECKS]
+    assert [(row["check"], row["seam"]) for row in agent_run.ledger] == [
+        (c.check, c.seam) for c in REGISTERED_CHECKS
+    ]
 
     report = subprocess.run(
         [sys.executable, "-m", "context_integrity.cli", "report", str(recording)],
