@@ -523,16 +523,18 @@ def _judge(
 # ── Sentences ───────────────────────────────────────────────────────────
 
 
+# What the boundary did, stated in every finding rather than left to be assumed.
+_WARN_OUTCOME: Final = (
+    "Warn mode: nothing was blocked, changed or retried; the model reads the rows exactly "
+    "as the tool returned them."
+)
+_ENFORCE_OUTCOME: Final = (
+    "Enforce mode: the result was refused, and the model reads a corrective sentence in place of these rows."
+)
+
+
 def _outcome(mode: ColumnMode) -> str:
-    if mode == "enforce":
-        return (
-            "Enforce mode: the result was refused, and the model reads a corrective sentence "
-            "in place of these rows."
-        )
-    return (
-        "Warn mode: nothing was blocked, changed or retried; the model reads the rows exactly "
-        "as the tool returned them."
-    )
+    return _ENFORCE_OUTCOME if mode == "enforce" else _WARN_OUTCOME
 
 
 def _declared_words(column: NormalizedColumn) -> str:
