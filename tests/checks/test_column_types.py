@@ -76,7 +76,9 @@ def judge(
     mode: ColumnMode = "warn",
     epoch: int = 0,
 ) -> ColumnTypeEncounter:
-    return check_column_types(tool_name=TOOL, columns=columns, result=rows, call_id=CALL, mode=mode, epoch=epoch)
+    return check_column_types(
+        tool_name=TOOL, columns=columns, result=rows, call_id=CALL, mode=mode, epoch=epoch
+    )
 
 
 def only_finding(encounter: ColumnTypeEncounter) -> Finding:
@@ -163,7 +165,12 @@ def test_column_present_in_some_rows_is_a_mismatch_with_got_missing() -> None:
     finding = only_finding(encounter)
     assert finding.kind == "column-type-mismatch"
     violation = only_violation(encounter)
-    assert (violation.rows, violation.of_rows, violation.got, violation.sample) == (1, 3, "missing", "no such key")
+    assert (violation.rows, violation.of_rows, violation.got, violation.sample) == (
+        1,
+        3,
+        "missing",
+        "no such key",
+    )
 
 
 def test_both_kinds_fire_in_one_result_about_different_columns() -> None:
@@ -263,7 +270,14 @@ def test_finite_floats_whose_sum_overflows_still_pass() -> None:
 
 @pytest.mark.parametrize(
     "value",
-    [decimal.Decimal("12.50"), fractions.Fraction(1, 3), 10**400, np.int64(7), np.float64(2.5), np.float32(1)],
+    [
+        decimal.Decimal("12.50"),
+        fractions.Fraction(1, 3),
+        10**400,
+        np.int64(7),
+        np.float64(2.5),
+        np.float32(1),
+    ],
 )
 def test_decimal_fraction_big_int_and_numpy_numbers_pass(value: object) -> None:
     assert judge([{"n": value}], {"n": "number"}).disposition == "checked-pass"
@@ -397,7 +411,7 @@ def test_a_list_of_dicts_is_read_without_copying_a_row() -> None:
     reading = read_rowset(rows)
     assert isinstance(reading, RowsetReading)
     assert reading.plain
-    assert all(read is given for read, given in zip(reading.rows, rows))
+    assert all(read is given for read, given in zip(reading.rows, rows, strict=True))
 
 
 def test_tuple_rows_container_is_a_rowset() -> None:
@@ -445,13 +459,19 @@ class _Open(BaseModel):
 
 
 def test_pydantic_rows_are_read_by_their_field_values() -> None:
-    rows = [_Mapping(logical_unit_number="", host_group="vdi-a"), _Mapping(logical_unit_number=3, host_group="x")]
+    rows = [
+        _Mapping(logical_unit_number="", host_group="vdi-a"),
+        _Mapping(logical_unit_number=3, host_group="x"),
+    ]
     violation = only_violation(judge(rows, {"logical_unit_number": "number", "host_group": "string"}))
     assert (violation.column, violation.rows, violation.of_rows) == ("logical_unit_number", 1, 2)
 
 
 def test_pydantic_extras_are_columns_when_the_model_allows_them() -> None:
-    rows = [_Open(host_group="a", lun="7"), _Open(host_group="b", lun=2)]
+    rows = [
+        _Open.model_validate({"host_group": "a", "lun": "7"}),
+        _Open.model_validate({"host_group": "b", "lun": 2}),
+    ]
     violation = only_violation(judge(rows, {"lun": "number"}))
     assert (violation.rows, violation.sample) == (1, '"7"')
 
@@ -603,7 +623,9 @@ def test_every_message_names_tool_column_call_ceiling_and_what_the_boundary_did(
     assert "'lun'" in finding.message
     assert "number" in finding.message
     assert CALL in finding.message
-    expected, other = (_WARN_OUTCOME, _ENFORCE_OUTCOME) if mode == "warn" else (_ENFORCE_OUTCOME, _WARN_OUTCOME)
+    expected, other = (
+        (_WARN_OUTCOME, _ENFORCE_OUTCOME) if mode == "warn" else (_ENFORCE_OUTCOME, _WARN_OUTCOME)
+    )
     assert expected in finding.message
     assert other not in finding.message
 
@@ -772,7 +794,9 @@ cell_values = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True).map(np.float64),
     st.booleans().map(np.bool_),
 )
-rowsets = st.lists(st.dictionaries(st.sampled_from(COLUMN_NAMES), cell_values, max_size=4), min_size=1, max_size=12)
+rowsets = st.lists(
+    st.dictionaries(st.sampled_from(COLUMN_NAMES), cell_values, max_size=4), min_size=1, max_size=12
+)
 declarations = st.dictionaries(
     st.sampled_from(COLUMN_NAMES),
     st.fixed_dictionaries({"type": st.sampled_from(COLUMN_TYPES), "nullable": st.booleans()}),
