@@ -386,8 +386,8 @@ _JUST_FLOAT: Final[frozenset[type]] = frozenset({float})
 _INT_AND_FLOAT: Final[frozenset[type]] = frozenset({int, float})
 
 
-def _floats_finite(cells: Callable[[], Iterable[object]], kinds: set[type]) -> bool:
-    """True when every exact ``float`` among ``cells`` is finite, in one C-level pass.
+def _floats_finite(values: list[object], kinds: set[type]) -> bool:
+    """True when every exact ``float`` among ``values`` is finite, in one C-level pass.
 
     Any NaN or infinity makes a float total non-finite, and a total never
     turns finite again. A false "no" (finite floats whose total overflows)
@@ -397,10 +397,10 @@ def _floats_finite(cells: Callable[[], Iterable[object]], kinds: set[type]) -> b
         # The common column: sum it whole. An int too large for a float
         # raises OverflowError, and then only the floats are summed.
         try:
-            return math.isfinite(sum(cast("Iterable[float]", cells()), 0.0))
+            return math.isfinite(sum(cast("list[float]", values), 0.0))
         except OverflowError:
             pass
-    floats = compress(cells(), map(_JUST_FLOAT.__contains__, map(type, cells())))
+    floats = compress(values, map(_JUST_FLOAT.__contains__, map(type, values)))
     return math.isfinite(sum(cast("Iterable[float]", floats), 0.0))
 
 
@@ -446,14 +446,21 @@ def _judge_column(reading: RowsetReading, column: NormalizedColumn) -> ColumnVio
         # and nullable does not excuse it (it promises about values, not keys).
         return _MISSING_COLUMN
     suspect_types = kinds - (_SURE_NULLABLE if column.nullable else _SURE)[column.type]
-    if column.type == "number" and float in suspect_types and _floats_finite(cells, kinds):
-        suspect_types.discard(float)
     if not suspect_types:
         return None
+    # Something needs a look: read the column once more into a list, and
+    # pick the suspects out of that instead of reading the rows again.
+    values = cells()
+    if not isinstance(values, list):
+        values = list(values)
+    if column.type == "number" and float in suspect_types and _floats_finite(values, kinds):
+        suspect_types.discard(float)
+        if not suspect_types:
+            return None
     if suspect_types == kinds:
-        suspects = cells()
+        suspects: Iterable[object] = values
     else:
-        suspects = compress(cells(), map(suspect_types.__contains__, map(type, cells())))
+        suspects = compress(values, map(suspect_types.__contains__, map(type, values)))
     return _walk_column(suspects, column, of_rows=len(reading.rows))
 
 
