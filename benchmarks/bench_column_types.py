@@ -13,7 +13,7 @@ Prints the median of each, their ratio, and the median of the per-round
 ratios (the headline; target: at most 1.3x), and exits 0;
 it is a measurement, not a test. Two more rowsets are measured for
 information only: dates as ISO strings, and one offender per column (which
-sends every column down the exact per-row walk).
+makes every column pick out its suspect values and look at each one).
 
 Run: ``PYTHONPATH=src python benchmarks/bench_column_types.py``
 """

@@ -338,6 +338,15 @@ def test_epoch_numbers_and_garbage_strings_are_not_dates(value: object) -> None:
     assert violation.rows == 1
 
 
+def test_a_column_of_iso_strings_counts_each_bad_string_once() -> None:
+    rows: list[dict[str, object]] = [{"d": f"2024-01-{1 + i % 28:02d}"} for i in range(100)]
+    assert judge(rows, {"d": "date"}).disposition == "checked-pass"
+    rows[40] = {"d": "2024-02-30"}
+    rows[70] = {"d": "2024-02-30"}
+    violation = only_violation(judge(rows, {"d": "date"}))
+    assert (violation.rows, violation.of_rows, violation.sample) == (2, 100, '"2024-02-30"')
+
+
 def test_an_epoch_number_in_a_date_column_says_it_is_a_number() -> None:
     violation = only_violation(judge([{"d": 1704067200}], {"d": "date"}))
     assert violation.got.startswith("int")
