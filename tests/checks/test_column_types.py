@@ -277,6 +277,13 @@ def test_finite_floats_whose_sum_overflows_still_pass() -> None:
         np.int64(7),
         np.float64(2.5),
         np.float32(1),
+        pytest.param(
+            np.longdouble("1e400"),
+            marks=pytest.mark.skipif(
+                not np.isfinite(np.longdouble("1e400")), reason="longdouble is a double here"
+            ),
+            id="longdouble-beyond-float-range",
+        ),
     ],
 )
 def test_decimal_fraction_big_int_and_numpy_numbers_pass(value: object) -> None:
@@ -292,6 +299,8 @@ def test_decimal_fraction_big_int_and_numpy_numbers_pass(value: object) -> None:
         decimal.Decimal("-Infinity"),
         np.float64("nan"),
         np.float32("inf"),
+        np.float16("-inf"),
+        np.longdouble("nan"),
     ],
 )
 def test_non_finite_decimal_and_numpy_values_fail_without_raising(value: object) -> None:

@@ -41,6 +41,7 @@ import decimal
 import fractions
 import math
 import numbers
+import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -305,7 +306,14 @@ def _number_offence(value: object) -> str | None:
         if isinstance(value, numbers.Integral):
             return None
         if isinstance(value, numbers.Real):
-            return _float_offence(float(value), _type_word(value))
+            # numpy is already imported (this is one of its scalars); its own
+            # isfinite keeps a longdouble beyond float range finite, and warns
+            # about nothing.
+            numpy = sys.modules["numpy"]
+            if numpy.isfinite(value):
+                return None
+            which = "NaN" if numpy.isnan(value) else ("-infinity" if numpy.signbit(value) else "infinity")
+            return _no_number(which, _type_word(value))
     return _type_word(value)
 
 
