@@ -650,7 +650,7 @@ def test_every_message_names_tool_column_call_ceiling_and_what_the_boundary_did(
 
 def test_the_message_names_the_first_offender_and_what_it_is() -> None:
     message = only_finding(judge([{"lun": 1}, {"lun": "0"}], {"lun": "number"})).message
-    assert '"0" (str)' in message
+    assert '"0", which is str' in message
     assert "1 of 2 rows" in message
 
 

@@ -359,7 +359,7 @@ def _date_offence(value: object) -> str | None:
     if _is_numpy(value) and type(value).__name__ == "datetime64":
         return "NaT (a numpy datetime64 that stands for no date)" if value != value else None
     if isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool):
-        return f"{_type_word(value)} (an epoch number is a number, not a date)"
+        return f"{_type_word(value)} (an epoch number is not a date)"
     return _type_word(value)
 
 
@@ -586,9 +586,9 @@ def _offender_phrase(violation: ColumnViolation) -> str:
     elif violation.got == "None":
         first = "None"
     else:
-        first = f"{violation.sample} ({violation.got})"
+        first = f"{violation.sample}, which is {violation.got}"
     if violation.other_kinds:
-        return f"the first is {first}, and others are {', '.join(violation.other_kinds)}"
+        return f"the first is {first}; others are {', '.join(violation.other_kinds)}"
     return f"the first is {first}"
 
 
@@ -645,10 +645,10 @@ def _refusal(tool_name: str, violations: list[ColumnViolation], missing: list[st
         elif violation.got == "None":
             first = "None"
         else:
-            first = f"{violation.sample}, {violation.got}"
+            first = f"{violation.sample}, which is {violation.got}"
         problems.append(
             f"{violation.column!r} is declared {violation.declared} but {violation.rows} of "
-            f"{plural(violation.of_rows, 'row')} hold something else (first: {first})"
+            f"{plural(violation.of_rows, 'row')} hold something else, the first being {first}"
         )
     for name in missing[: max(0, MAX_NAMED_IN_REFUSAL - len(problems))]:
         problems.append(f"{name!r} is declared but present in no row")
