@@ -11,7 +11,7 @@ the ledger's shape.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from typing import Final, Literal, NamedTuple
 
 from .findings import (
     CHECKED_FAIL,
@@ -24,9 +24,12 @@ from .findings import (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class CheckId:
-    """A registered check: one kind at one seam."""
+class CheckId(NamedTuple):
+    """A registered check: one kind at one seam.
+
+    A named tuple rather than a dataclass: it keys the ledger on every
+    encounter, and a tuple hashes and compares in C.
+    """
 
     check: Kind
     seam: Seam

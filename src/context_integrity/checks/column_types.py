@@ -165,6 +165,9 @@ def _dataclass_row(row: object, names: tuple[str, ...]) -> dict[str, object]:
     return cells
 
 
+_PLAIN_ROWS: Final[set[type]] = {dict}
+
+
 def _read(value: object) -> RowsetReading | _Unreadable | None:
     if not isinstance(value, (list, tuple)):
         # Generators and other iterators land here untouched: judging them
@@ -176,6 +179,9 @@ def _read(value: object) -> RowsetReading | _Unreadable | None:
             # empty-lookup check's subject, not this one's.
             return None
         row_types = set(map(type, value))
+        if row_types == _PLAIN_ROWS:
+            # The common result, a list of plain dicts: no plan to make, no row to adapt.
+            return RowsetReading(rows=value if isinstance(value, tuple) else tuple(value), plain=True)
         plans: dict[type, _RowPlan] = {}
         for row_type in row_types:
             plan = _plan_for(row_type)
