@@ -24,7 +24,7 @@ from .checks.column_types import COLUMN_TYPE_CEILING
 from .findings import Finding
 from .ledger import LedgerRow
 from .telemetry.instrument import Run, run, tool
-from .telemetry.setup import flush, setup
+from .telemetry.setup import current, flush, setup
 
 AGENT_NAME = "storage-triage"
 
@@ -92,26 +92,27 @@ SCRIPT: tuple[Step, ...] = (
 QUESTION = "Why can't the vdi-a desktops see their boot LUN, and is the fabric healthy?"
 
 
-def _scripted_model(observations: list[str]) -> Iterator[Step]:
+def _scripted_model() -> Iterator[Step]:
     """The 'model': calls each tool once, in order (no network, no key)."""
     yield from SCRIPT
-
-
-def run_agent(mode: str) -> Run:
-    """One run of the scripted agent with the column dial set to ``mode``."""
-    setup(check_column_types=mode)
-    observations: list[str] = []
-    with run(QUESTION, agent_name=AGENT_NAME) as agent_run:
-        for step in _scripted_model(observations):
-            result = step.tool(**step.arguments)
-            observations.append(str(result))
-    return agent_run
 
 
 @dataclass(frozen=True)
 class DemoOutcome:
     mode: str
     run: Run
+    # What the model read back from each tool: the rows, or a refusal sentence.
+    observations: tuple[tuple[str, Any], ...]
+
+
+def run_agent(mode: str) -> DemoOutcome:
+    """One run of the scripted agent with the column dial set to ``mode``."""
+    setup(check_column_types=mode)
+    observations: list[tuple[str, Any]] = []
+    with run(QUESTION, agent_name=AGENT_NAME) as agent_run:
+        for step in _scripted_model():
+            observations.append((step.tool.__name__, step.tool(**step.arguments)))
+    return DemoOutcome(mode, agent_run, tuple(observations))
 
 
 def _wrap(text: str, indent: str = "      ") -> str:
@@ -136,6 +137,9 @@ def _finding_line(finding: Finding) -> str:
 
 def print_summary(outcomes: list[DemoOutcome], destination: str, out: TextIO) -> None:
     print(f"Traces: {destination}", file=out)
+    recording = current_recording()
+    if recording is not None:
+        print(f"Read them back with: context-integrity report {recording}", file=out)
     for outcome in outcomes:
         agent_run = outcome.run
         print(file=out)
@@ -147,6 +151,10 @@ def print_summary(outcomes: list[DemoOutcome], destination: str, out: TextIO) ->
         for finding in agent_run.findings:
             print(_finding_line(finding), file=out)
             print(_wrap(finding.message.split(COLUMN_TYPE_CEILING)[0].strip()), file=out)
+        for tool_name, observed in outcome.observations:
+            if isinstance(observed, str):
+                print(f"  the model read, instead of {tool_name}'s rows:", file=out)
+                print(_wrap(observed), file=out)
         print("  ledger:", file=out)
         for line in _ledger_lines(agent_run.ledger()):
             print(line, file=out)
@@ -155,11 +163,14 @@ def print_summary(outcomes: list[DemoOutcome], destination: str, out: TextIO) ->
     print(_wrap(COLUMN_TYPE_CEILING, indent="  "), file=out)
 
 
-def main(out: TextIO, modes: tuple[str, ...] = ("warn", "enforce")) -> int:
-    outcomes = [DemoOutcome(mode, run_agent(mode)) for mode in modes]
-    flush()
-    from .telemetry.setup import current
+def current_recording() -> str | None:
+    inst = current()
+    return str(inst.recording_path) if inst is not None and inst.recording_path is not None else None
 
+
+def main(out: TextIO, modes: tuple[str, ...] = ("warn", "enforce")) -> int:
+    outcomes = [run_agent(mode) for mode in modes]
+    flush()
     inst = current()
     print_summary(outcomes, inst.destination if inst is not None else "(not configured)", out)
     return 0
