@@ -75,6 +75,13 @@ def _record_internal_error(span: Span | None, where: str, error: BaseException) 
         )
 
 
+def _mark_error(span: Span, error: BaseException) -> None:
+    """Put an exception that ended an operation on its span: event, ERROR status, ``error.type``."""
+    span.record_exception(error)
+    span.set_status(Status(StatusCode.ERROR, clip(str(error) or type(error).__name__, 256)))
+    span.set_attribute(names.ERROR_TYPE, type(error).__qualname__)
+
+
 class SpanFindings:
     """Findings attached to one span: events, metric, log records, and the span-level summary."""
 
@@ -185,9 +192,7 @@ class _ToolCall:
         """The tool itself raised: record it, end the span; the caller re-raises it unchanged."""
         try:
             self._detach()
-            self.span.record_exception(error)
-            self.span.set_status(Status(StatusCode.ERROR, clip(str(error) or type(error).__name__, 256)))
-            self.span.set_attribute(names.ERROR_TYPE, type(error).__qualname__)
+            _mark_error(self.span, error)
             self.span.end()
         except Exception as ours:
             _record_internal_error(None, "recording a tool's exception", ours)
@@ -439,9 +444,7 @@ class Run:
             return
         try:
             if error is not None:
-                span.record_exception(error)
-                span.set_status(Status(StatusCode.ERROR, clip(str(error) or type(error).__name__, 256)))
-                span.set_attribute(names.ERROR_TYPE, type(error).__qualname__)
+                _mark_error(span, error)
             span.end()
         except Exception as ours:
             _record_internal_error(None, "ending a run", ours)
@@ -655,9 +658,7 @@ class ModelCall:
             return
         try:
             if error is not None:
-                self.span.record_exception(error)
-                self.span.set_status(Status(StatusCode.ERROR, clip(str(error) or type(error).__name__, 256)))
-                self.span.set_attribute(names.ERROR_TYPE, type(error).__qualname__)
+                _mark_error(self.span, error)
             self.span.end()
         except Exception as ours:
             _record_internal_error(None, "ending a chat span", ours)
