@@ -264,6 +264,11 @@ class RunJudge:
         self._grounds = contracts.grounds() if self.arming.grounding else {}
         self._producers = frozenset(g for grounds in self._grounds.values() for g in grounds)
         self._served: set[str] = set()
+        # Every tool whose served results some request of this run lacked: the union of all
+        # evictions so far, never shrunk. A re-fetch does not remove a name from it; the check's
+        # re-fetch fence (the ground is present again) is what keeps that request silent, and it
+        # is still a real comparison (checked-pass), not "nothing to be about".
+        self._evicted: set[str] = set()
         self._produced: deque[tuple[str, str, str]] = deque()
         self._produced_keys: set[tuple[str, str]] = set()
 
@@ -360,7 +365,8 @@ class RunJudge:
             return []
         present = self._guard(frozenset[str](), lambda: tool_names_present(frame))
         self._remember_frame_results(frame)
-        evicted = frozenset(self._served - present)
+        self._evicted |= self._served - present
+        evicted = frozenset(self._evicted)
         offered = [tool.name for tool in frame.tools]
         encounter = self._run_check(
             "dangling reference",
