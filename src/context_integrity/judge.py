@@ -166,9 +166,13 @@ class InternalError:
 
 @dataclass(slots=True)
 class ChoiceVerdict:
-    """What the choice seam concluded about one model response."""
+    """What the choice seam concluded about one model response.
+
+    ``call_ids[i]`` is the id of the call ``findings[i]`` is about.
+    """
 
     findings: list[Finding] = field(default_factory=list)
+    call_ids: list[str | None] = field(default_factory=list)
     excusals: list[ExternalGrounding] = field(default_factory=list)
 
 
@@ -426,8 +430,11 @@ class RunJudge:
             return verdict
         self._note(UNSUPPORTED_ARGUMENT, encounter.disposition)
         verdict.findings = self._first_sightings(encounter.findings)
+        call_of: dict[int, str] = {}
         if isinstance(encounter, ArgumentEncounter):
             verdict.excusals = list(encounter.excusals)
+            call_of = {id(f): c for f, c in zip(encounter.findings, encounter.call_ids, strict=False)}
+        verdict.call_ids = [call_of.get(id(f)) for f in verdict.findings]
         return verdict
 
     # ── grounding bookkeeping ──────────────────────────────────────────

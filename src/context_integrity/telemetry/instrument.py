@@ -612,7 +612,7 @@ class ModelCall:
             judge = self.run.judge
             if judge is not None:
                 verdict = judge.judge_response(self.frame, reply)
-                self._attach_choice(verdict.findings, reply)
+                self._attach_choice(verdict.findings, verdict.call_ids)
                 self.excusals.extend(verdict.excusals)
                 if self.span is not None:
                     for excusal in verdict.excusals:
@@ -631,7 +631,7 @@ class ModelCall:
         finally:
             self.end()
 
-    def _attach_choice(self, found: Sequence[Finding], reply: ModelResponse) -> None:
+    def _attach_choice(self, found: Sequence[Finding], call_ids: Sequence[str | None]) -> None:
         judge = self.run.judge
         if judge is not None:
             for problem in judge.internal_errors:
@@ -640,12 +640,9 @@ class ModelCall:
         if not found or self._on_span is None:
             return
         self.findings.extend(found)
-        ids = {(c.name): c.call_id for c in reply.calls}
-        for finding in found:
-            tool_name = _subject_tool(finding)
-            self._on_span.add(
-                self.run._inst, [finding], tool_name=tool_name, call_id=ids.get(tool_name or "")
-            )
+        for index, finding in enumerate(found):
+            call_id = call_ids[index] if index < len(call_ids) else None
+            self._on_span.add(self.run._inst, [finding], tool_name=_subject_tool(finding), call_id=call_id)
 
     def end(self, error: BaseException | None = None) -> None:
         if self._ended:
