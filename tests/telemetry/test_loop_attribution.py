@@ -60,3 +60,19 @@ def test_regression_the_event_names_the_call_that_chose_the_value_not_its_siblin
     assert event[names.FINDING_KIND] == "unsupported-argument"
     assert event[names.GEN_AI_TOOL_CALL_ID] == "made-up"
     assert "made-up" in event[names.witness_attribute(0, "provenance")]
+
+
+def test_regression_each_dangling_tool_is_named_on_its_own_event_and_counter_point(
+    telemetry: Telemetry,
+) -> None:
+    telemetry.configure()
+    tools = _declare_screens()
+    with ci.run("q") as agent_run:
+        agent_run.tool_result("whats_here", "w1", ["screen2"])
+        agent_run.request(_served(tools)).respond(text="thinking")
+        agent_run.request(RequestFrame.of([Message("user", "fire")], tools=tools)).respond(text="done")
+    evicted = telemetry.named(CHAT)[1]
+    named = [(e[names.GEN_AI_TOOL_NAME], e[names.FINDING_SUBJECTS][0]) for e in _events(evicted)]
+    assert named == [("screen_fire", "tool screen_fire"), ("screen_peek", "tool screen_peek")]
+    points = {(p[names.METRIC_KIND], p[names.METRIC_TOOL]): v for p, v in telemetry.findings_metric()}
+    assert points == {("dangling-reference", "screen_fire"): 1, ("dangling-reference", "screen_peek"): 1}

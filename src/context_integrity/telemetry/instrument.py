@@ -593,7 +593,8 @@ class ModelCall:
             judge.internal_errors.clear()
         if found and self._on_span is not None:
             self.findings.extend(found)
-            self._on_span.add(self.run._inst, found, tool_name=_subject_tool(found[0]), call_id=None)
+            for finding in found:  # each names its own consumer tool; a request is about no call yet
+                self._on_span.add(self.run._inst, [finding], tool_name=_subject_tool(finding), call_id=None)
 
     def respond(
         self,
