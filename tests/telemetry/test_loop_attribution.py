@@ -19,6 +19,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from tests.conftest import Telemetry
 
 import context_integrity as ci
+from context_integrity.limits import MAX_PENDING_CALL_IDS
 from context_integrity.protocol import Message, RequestFrame, ToolCall, ToolDefinition
 from context_integrity.telemetry import names
 
@@ -76,3 +77,24 @@ def test_regression_each_dangling_tool_is_named_on_its_own_event_and_counter_poi
     assert named == [("screen_fire", "tool screen_fire"), ("screen_peek", "tool screen_peek")]
     points = {(p[names.METRIC_KIND], p[names.METRIC_TOOL]): v for p, v in telemetry.findings_metric()}
     assert points == {("dangling-reference", "screen_fire"): 1, ("dangling-reference", "screen_peek"): 1}
+
+
+def test_regression_an_explicit_call_id_settles_the_pending_one(telemetry: Telemetry) -> None:
+    telemetry.configure()
+    ci.declare_tool("fw_lookup")
+    frame = RequestFrame.of([Message("user", "look")], tools=[ToolDefinition("fw_lookup")])
+    with ci.run("q") as agent_run:
+        agent_run.request(frame).respond(calls=[ToolCall("fw_lookup", "L1", {})])
+        agent_run.tool_result("fw_lookup", "L1", [1])
+        agent_run.request(frame).respond(calls=[ToolCall("fw_lookup", "L2", {})])
+        agent_run.tool_result("fw_lookup", None, [2])  # the framework lost the id; the run has it
+    spans = telemetry.named(names.tool_span_name("fw_lookup"))
+    assert [dict(s.attributes or {})[names.GEN_AI_TOOL_CALL_ID] for s in spans] == ["L1", "L2"]
+
+
+def test_pending_call_ids_are_bounded_and_the_newest_are_kept(telemetry: Telemetry) -> None:
+    telemetry.configure()
+    with ci.run("q") as agent_run:
+        for index in range(MAX_PENDING_CALL_IDS + 5):
+            agent_run.expect_call("never_reported", f"id-{index}")
+        assert agent_run.take_call_id("never_reported") == "id-5"

@@ -32,7 +32,7 @@ from ..contracts import ToolContract, define_contract
 from ..findings import Finding, kinds_of
 from ..judge import Dials, RunJudge
 from ..ledger import LedgerRow
-from ..limits import MAX_ATTRIBUTE_CHARS
+from ..limits import MAX_ATTRIBUTE_CHARS, MAX_PENDING_CALL_IDS
 from ..protocol import ExternalGrounding, ModelResponse, RequestFrame, ToolCall
 from ..text import clip
 from . import names
@@ -160,7 +160,7 @@ class _ToolCall:
         dials = self.inst.dials if self.inst is not None else _DEFAULT_DIALS
         if run is not None and run.judge is not None:
             self.judge = run.judge
-            self.call_id = call_id or run.take_call_id(contract.name)
+            self.call_id = run.take_call_id(contract.name, call_id)
         else:
             self.judge = RunJudge(CONTRACTS, dials, with_ledger=False)
             self.call_id = call_id or f"call_{uuid.uuid4().hex[:12]}"
@@ -544,10 +544,23 @@ class Run:
     # ── call ids ───────────────────────────────────────────────────────
     def expect_call(self, tool_name: str, call_id: str) -> None:
         """Tell the run the id the model gave a call, so the tool span carries it."""
-        self._pending_call_ids.setdefault(tool_name, []).append(call_id)
+        pending = self._pending_call_ids.setdefault(tool_name, [])
+        pending.append(call_id)
+        # Calls the application never executes leave their ids here; keep the newest only.
+        del pending[:-MAX_PENDING_CALL_IDS]
 
-    def take_call_id(self, tool_name: str) -> str:
+    def take_call_id(self, tool_name: str, given: str | None = None) -> str:
+        """The id of the next call of ``tool_name``: ``given`` if the caller knows it, else the
+        oldest id the model gave a call of that name, else a fresh one.
+
+        A given id that the model announced is settled here too, so it can never be handed to a
+        later call of the same tool.
+        """
         pending = self._pending_call_ids.get(tool_name)
+        if given:
+            if pending and given in pending:
+                pending.remove(given)
+            return given
         if pending:
             return pending.pop(0)
         assert self.judge is not None
