@@ -14,7 +14,8 @@ The laws under test:
 (b) turn two, self-reference: an argument whose only trace is the model's own earlier answer files
     ONE unsupported-argument finding with the self-reference message (not the "nowhere" one), on the
     ``chat`` span, carrying the call id; the honest ``absent()`` that follows is ``unreachable`` for
-    empty-lookup when no declared producer served anything in the run;
+    empty-lookup when no declared producer served anything in the run; and, a stated limit, the
+    ``absent()`` sentence quotes what was looked for, so a retry with the same value is grounded;
 (c) reverse lookup always empty: a served id that finds zero rows files ONE advisory empty-lookup
     finding with three witnesses on the lookup's ``execute_tool`` span; the row has the reference's
     field-test shape ``{checked: 1, findings: 1, not_applicable: 2}``;
@@ -427,18 +428,21 @@ def _backup_tools() -> tuple[Any, Any]:
     return list_jobs, machine_status
 
 
-def _two_turns(telemetry: Telemetry, *, one_run: bool) -> tuple[list[ci.Run], Loop, list[Message]]:
+def _two_turns(
+    telemetry: Telemetry, *, one_run: bool, retry: bool = False
+) -> tuple[list[ci.Run], Loop, list[Message]]:
     telemetry.configure(notice_empty_lookups=True)
     list_jobs, machine_status = _backup_tools()
-    model = ScriptedModel(
-        [
-            calls(call("list_jobs", "t1-c1", machine="4417")),
-            answer(TURN_ONE_ANSWER),
-            # turn two: "that machine" resolved out of the model's own rendered job name
-            calls(call("machine_status", "t2-c1", machine="4417-ganymede")),
-            answer("4417-ganymede has no backup record."),
-        ]
-    )
+    plan = [
+        calls(call("list_jobs", "t1-c1", machine="4417")),
+        answer(TURN_ONE_ANSWER),
+        # turn two: "that machine" resolved out of the model's own rendered job name
+        calls(call("machine_status", "t2-c1", machine="4417-ganymede")),
+        answer("4417-ganymede has no backup record."),
+    ]
+    if retry:  # the model, unconvinced, asks again with the very same value
+        plan.insert(3, calls(call("machine_status", "t2-c2", machine="4417-ganymede")))
+    model = ScriptedModel(plan)
     loop = Loop(
         model=model,
         offered=[list_jobs, machine_status],
@@ -536,6 +540,30 @@ class TestTurnTwoSelfReference:
         dangling = turn_two[("dangling-reference", "compose")]
         # nothing this run served was ever evicted: the compose seam had nothing to be about
         assert (dangling.checked, dangling.not_applicable) == (0, 2)
+
+    def test_the_chat_span_summarises_its_one_finding(self, telemetry: Telemetry) -> None:
+        _two_turns(telemetry, one_run=False)
+        chats = telemetry.named(CHAT)
+        assert len(chats) == 4  # two requests per turn
+        assert [len(events(span)) for span in chats] == [0, 0, 1, 0]
+        assert attrs(chats[2])[names.FINDINGS_COUNT] == 1
+        assert list(attrs(chats[2])[names.FINDINGS_KINDS]) == ["unsupported-argument"]
+        assert all(names.FINDINGS_COUNT not in attrs(chats[i]) for i in (0, 1, 3))
+
+    def test_limit_a_retry_after_absent_is_grounded_by_the_absence_text_itself(
+        self, telemetry: Telemetry
+    ) -> None:
+        # A stated limit of substring grounding ("a value inside any tool result passes"): the
+        # absent() sentence names what was looked for, so once it is in the window the same
+        # fabricated value counts as served. The retry is a real comparison that passes; the run
+        # keeps its one event from the first choice.
+        runs, loop, _ = _two_turns(telemetry, one_run=False, retry=True)
+        retry_frame = loop.model.frames[3]
+        (echo,) = [m for m in retry_frame.messages if m.role == "tool"]
+        assert ci.is_absence(echo.content) and "4417-ganymede" in echo.content
+        argument = next(r for r in runs[1].ledger() if r.check == "unsupported-argument")
+        assert (argument.checked, argument.findings) == (2, 1)
+        assert [len(events(span)) for span in telemetry.named(CHAT)] == [0, 0, 1, 0, 0]
 
     def test_each_turn_is_its_own_run_with_its_own_summary(self, telemetry: Telemetry) -> None:
         _two_turns(telemetry, one_run=False)
