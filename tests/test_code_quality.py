@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-TARGETS = ["src", "tests", "benchmarks"]
+TARGETS = ["src", "tests", "benchmarks", "examples"]
 
 
 def _tool(name: str) -> list[str]:

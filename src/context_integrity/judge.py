@@ -166,9 +166,13 @@ class InternalError:
 
 @dataclass(slots=True)
 class ChoiceVerdict:
-    """What the choice seam concluded about one model response."""
+    """What the choice seam concluded about one model response.
+
+    ``call_ids[i]`` is the id of the call ``findings[i]`` is about.
+    """
 
     findings: list[Finding] = field(default_factory=list)
+    call_ids: list[str | None] = field(default_factory=list)
     excusals: list[ExternalGrounding] = field(default_factory=list)
 
 
@@ -264,6 +268,11 @@ class RunJudge:
         self._grounds = contracts.grounds() if self.arming.grounding else {}
         self._producers = frozenset(g for grounds in self._grounds.values() for g in grounds)
         self._served: set[str] = set()
+        # Every tool whose served results some request of this run lacked: the union of all
+        # evictions so far, never shrunk. A re-fetch does not remove a name from it; the check's
+        # re-fetch fence (the ground is present again) is what keeps that request silent, and it
+        # is still a real comparison (checked-pass), not "nothing to be about".
+        self._evicted: set[str] = set()
         self._produced: deque[tuple[str, str, str]] = deque()
         self._produced_keys: set[tuple[str, str]] = set()
 
@@ -360,7 +369,8 @@ class RunJudge:
             return []
         present = self._guard(frozenset[str](), lambda: tool_names_present(frame))
         self._remember_frame_results(frame)
-        evicted = frozenset(self._served - present)
+        self._evicted |= self._served - present
+        evicted = frozenset(self._evicted)
         offered = [tool.name for tool in frame.tools]
         encounter = self._run_check(
             "dangling reference",
@@ -420,8 +430,11 @@ class RunJudge:
             return verdict
         self._note(UNSUPPORTED_ARGUMENT, encounter.disposition)
         verdict.findings = self._first_sightings(encounter.findings)
+        call_of: dict[int, str] = {}
         if isinstance(encounter, ArgumentEncounter):
             verdict.excusals = list(encounter.excusals)
+            call_of = {id(f): c for f, c in zip(encounter.findings, encounter.call_ids, strict=False)}
+        verdict.call_ids = [call_of.get(id(f)) for f in verdict.findings]
         return verdict
 
     # ── grounding bookkeeping ──────────────────────────────────────────

@@ -52,3 +52,8 @@ MAX_ISO_DATE_CHARS: Final = 64
 # Other kinds of offender a column finding names besides its first one
 # ("... or None, bytes"), so a column of mixed junk cannot write a long list.
 MAX_OTHER_OFFENDER_KINDS: Final = 3
+
+# Call ids a run keeps per tool name between a model response announcing a
+# call and the tool span that carries its id. Calls an application never
+# executes would otherwise pile up for the whole run; the newest are kept.
+MAX_PENDING_CALL_IDS: Final = 256

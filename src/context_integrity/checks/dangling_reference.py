@@ -114,8 +114,11 @@ def check_dangling_references(
     ``offered``: tool names offered in this request. ``grounds``: tool name
     -> its declared ``arguments_from`` (only armed tools appear).
     ``evicted``: tool names whose results were served earlier in this run and
-    are no longer in the request. ``present``: tool names whose results are
-    in this request (see :func:`context_integrity.protocol.tool_names_present`).
+    were missing from some request since (this one or an earlier one): the
+    union of every eviction so far, which a re-fetch does not shrink.
+    ``present``: tool names whose results are in this request (see
+    :func:`context_integrity.protocol.tool_names_present`); a ground present
+    again is re-established and silent.
     """
     served_grounded: list[tuple[str, list[str]]] = []
     for name in _names(offered):

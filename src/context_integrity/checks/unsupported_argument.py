@@ -86,9 +86,15 @@ class ArmedCall:
 
 @dataclass(frozen=True, slots=True)
 class ArgumentEncounter(Encounter):
-    """An :class:`Encounter` plus the arguments an external ground excused (the record)."""
+    """An :class:`Encounter` plus the arguments an external ground excused (the record).
+
+    ``call_ids`` holds, for each finding in order, the id of the call that
+    chose the value: one response may call the same tool more than once, and
+    a finding's subjects name only the tool.
+    """
 
     excusals: list[ExternalGrounding] = field(default_factory=list)
+    call_ids: list[str] = field(default_factory=list)
 
 
 class _Corpus:
@@ -268,6 +274,7 @@ def check_unsupported_arguments(
     own = _Corpus(assistant)
     door = _ExternalDoor(external)
     findings: list[Finding] = []
+    call_ids: list[str] = []
     excusals: list[ExternalGrounding] = []
 
     for call in calls:
@@ -302,11 +309,13 @@ def check_unsupported_arguments(
                     epoch=epoch,
                 )
             )
+            call_ids.append(call.call_id)
 
     return ArgumentEncounter(
         findings=findings,
         disposition=CHECKED_FAIL if findings else CHECKED_PASS,
         excusals=excusals,
+        call_ids=call_ids,
     )
 
 

@@ -32,7 +32,7 @@ from ..contracts import ToolContract, define_contract
 from ..findings import Finding, kinds_of
 from ..judge import Dials, RunJudge
 from ..ledger import LedgerRow
-from ..limits import MAX_ATTRIBUTE_CHARS
+from ..limits import MAX_ATTRIBUTE_CHARS, MAX_PENDING_CALL_IDS
 from ..protocol import ExternalGrounding, ModelResponse, RequestFrame, ToolCall
 from ..text import clip
 from . import names
@@ -167,7 +167,7 @@ class _ToolCall:
         dials = self.inst.dials if self.inst is not None else _DEFAULT_DIALS
         if run is not None and run.judge is not None:
             self.judge = run.judge
-            self.call_id = call_id or run.take_call_id(contract.name)
+            self.call_id = run.take_call_id(contract.name, call_id)
         else:
             self.judge = RunJudge(CONTRACTS, dials, with_ledger=False)
             self.call_id = call_id or f"call_{uuid.uuid4().hex[:12]}"
@@ -547,10 +547,23 @@ class Run:
     # ── call ids ───────────────────────────────────────────────────────
     def expect_call(self, tool_name: str, call_id: str) -> None:
         """Tell the run the id the model gave a call, so the tool span carries it."""
-        self._pending_call_ids.setdefault(tool_name, []).append(call_id)
+        pending = self._pending_call_ids.setdefault(tool_name, [])
+        pending.append(call_id)
+        # Calls the application never executes leave their ids here; keep the newest only.
+        del pending[:-MAX_PENDING_CALL_IDS]
 
-    def take_call_id(self, tool_name: str) -> str:
+    def take_call_id(self, tool_name: str, given: str | None = None) -> str:
+        """The id of the next call of ``tool_name``: ``given`` if the caller knows it, else the
+        oldest id the model gave a call of that name, else a fresh one.
+
+        A given id that the model announced is settled here too, so it can never be handed to a
+        later call of the same tool.
+        """
         pending = self._pending_call_ids.get(tool_name)
+        if given:
+            if pending and given in pending:
+                pending.remove(given)
+            return given
         if pending:
             return pending.pop(0)
         assert self.judge is not None
@@ -596,7 +609,8 @@ class ModelCall:
             judge.internal_errors.clear()
         if found and self._on_span is not None:
             self.findings.extend(found)
-            self._on_span.add(self.run._inst, found, tool_name=_subject_tool(found[0]), call_id=None)
+            for finding in found:  # each names its own consumer tool; a request is about no call yet
+                self._on_span.add(self.run._inst, [finding], tool_name=_subject_tool(finding), call_id=None)
 
     def respond(
         self,
@@ -615,7 +629,7 @@ class ModelCall:
             judge = self.run.judge
             if judge is not None:
                 verdict = judge.judge_response(self.frame, reply)
-                self._attach_choice(verdict.findings, reply)
+                self._attach_choice(verdict.findings, verdict.call_ids)
                 self.excusals.extend(verdict.excusals)
                 if self.span is not None:
                     for excusal in verdict.excusals:
@@ -634,7 +648,7 @@ class ModelCall:
         finally:
             self.end()
 
-    def _attach_choice(self, found: Sequence[Finding], reply: ModelResponse) -> None:
+    def _attach_choice(self, found: Sequence[Finding], call_ids: Sequence[str | None]) -> None:
         judge = self.run.judge
         if judge is not None:
             for problem in judge.internal_errors:
@@ -643,12 +657,9 @@ class ModelCall:
         if not found or self._on_span is None:
             return
         self.findings.extend(found)
-        ids = {(c.name): c.call_id for c in reply.calls}
-        for finding in found:
-            tool_name = _subject_tool(finding)
-            self._on_span.add(
-                self.run._inst, [finding], tool_name=tool_name, call_id=ids.get(tool_name or "")
-            )
+        for index, finding in enumerate(found):
+            call_id = call_ids[index] if index < len(call_ids) else None
+            self._on_span.add(self.run._inst, [finding], tool_name=_subject_tool(finding), call_id=call_id)
 
     def end(self, error: BaseException | None = None) -> None:
         if self._ended:
