@@ -15,7 +15,7 @@ The laws under test:
     ONE unsupported-argument finding with the self-reference message (not the "nowhere" one), on the
     ``chat`` span, carrying the call id; the honest ``absent()`` that follows is ``unreachable`` for
     empty-lookup when no declared producer served anything in the run; and, a stated limit, the
-    ``absent()`` sentence quotes what was looked for, so a retry with the same value is grounded;
+    ``absent()`` sentence never quotes what was looked for, so a retry with the same value is not grounded;
 (c) reverse lookup always empty: a served id that finds zero rows files ONE advisory empty-lookup
     finding with three witnesses on the lookup's ``execute_tool`` span; the row has the reference's
     field-test shape ``{checked: 1, findings: 1, not_applicable: 2}``;
@@ -550,19 +550,19 @@ class TestTurnTwoSelfReference:
         assert list(attrs(chats[2])[names.FINDINGS_KINDS]) == ["unsupported-argument"]
         assert all(names.FINDINGS_COUNT not in attrs(chats[i]) for i in (0, 1, 3))
 
-    def test_limit_a_retry_after_absent_is_grounded_by_the_absence_text_itself(
+    def test_regression_a_retry_after_absent_is_not_grounded_by_the_absence_text(
         self, telemetry: Telemetry
     ) -> None:
-        # A stated limit of substring grounding ("a value inside any tool result passes"): the
-        # absent() sentence names what was looked for, so once it is in the window the same
-        # fabricated value counts as served. The retry is a real comparison that passes; the run
-        # keeps its one event from the first choice.
+        # absent() keeps what was looked for off the sentence the model reads: were it echoed,
+        # the "not found" would itself become ground and the same fabricated value, retried,
+        # would count as served. The retry is judged again and fails again: the ledger counts
+        # both encounters while the run keeps its one event.
         runs, loop, _ = _two_turns(telemetry, one_run=False, retry=True)
         retry_frame = loop.model.frames[3]
         (echo,) = [m for m in retry_frame.messages if m.role == "tool"]
-        assert ci.is_absence(echo.content) and "4417-ganymede" in echo.content
+        assert ci.is_absence(echo.content) and "4417-ganymede" not in echo.content
         argument = next(r for r in runs[1].ledger() if r.check == "unsupported-argument")
-        assert (argument.checked, argument.findings) == (2, 1)
+        assert (argument.checked, argument.findings) == (2, 2)
         assert [len(events(span)) for span in telemetry.named(CHAT)] == [0, 0, 1, 0, 0]
 
     def test_each_turn_is_its_own_run_with_its_own_summary(self, telemetry: Telemetry) -> None:

@@ -66,16 +66,18 @@ class Absence(str):
     as text keep working, and the model reads a plain sentence. It also
     carries what was looked for and why nothing matched, for the checks.
     Make one with :func:`absent`.
+
+    What was looked for is kept on ``.looked_for`` and deliberately NOT written
+    into the sentence: tool results are ground for the grounding checks, so a
+    sentence repeating the value would ground it, and a made-up id retried
+    after its own "not found" would pass as served.
     """
 
     looked_for: object
     reason: str | None
 
     def __new__(cls, looked_for: object = None, reason: str | None = None) -> Absence:
-        text = "No match: the search ran and found nothing"
-        if looked_for is not None:
-            text += f" for {render_value(looked_for)}"
-        text += "."
+        text = "No match: the search ran and found nothing."
         if isinstance(reason, str) and reason.strip():
             text += f" Reason: {reason.strip()}"
             if not text.endswith((".", "!", "?")):
@@ -93,8 +95,9 @@ class Absence(str):
 def absent(looked_for: object = None, *, reason: str | None = None) -> Absence:
     """Return this from a lookup tool when the search ran and matched nothing.
 
-    ``looked_for`` is what was searched for (shown to the model, kept whole on
-    ``.looked_for``); ``reason`` is an optional explanation.
+    ``looked_for`` is what was searched for (kept whole on ``.looked_for`` for
+    the checks, never echoed into the text the model reads); ``reason`` is an
+    optional explanation shown to the model.
     """
     return Absence(looked_for, reason)
 
