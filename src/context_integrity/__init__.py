@@ -3,6 +3,28 @@ and reports it as OpenTelemetry."""
 
 from __future__ import annotations
 
+from .checks.column_types import (
+    COLUMN_TYPE_CEILING,
+    ColumnTypeEncounter,
+    ColumnViolation,
+    RowsetReading,
+    check_column_types,
+    read_rowset,
+)
+from .checks.dangling_reference import DANGLING_REFERENCE_CEILING, check_dangling_references
+from .checks.empty_lookup import (
+    EMPTY_LOOKUP_CEILING,
+    Absence,
+    absent,
+    check_empty_lookup,
+    is_absence,
+)
+from .checks.unsupported_argument import (
+    UNSUPPORTED_ARGUMENT_CEILING,
+    ArgumentEncounter,
+    ArmedCall,
+    check_unsupported_arguments,
+)
 from .contracts import (
     COLUMN_TYPES,
     ColumnDeclaration,
@@ -29,34 +51,83 @@ from .findings import (
     dedupe_findings,
     finding_identity,
 )
+from .judge import COLUMN_DIALS, Dials, SetupError
 from .ledger import REGISTERED_CHECKS, CheckerDeadError, CheckId, DispositionLedger, LedgerRow
+from .protocol import (
+    ExternalGround,
+    ExternalGrounding,
+    Message,
+    ModelResponse,
+    RequestFrame,
+    ToolCall,
+    ToolDefinition,
+)
+from .telemetry.instrument import ModelCall, Run, current_run, declare_tool, run, tool
+from .telemetry.setup import Instrumentation, flush, setup, shutdown
 
 __all__ = [
+    "COLUMN_DIALS",
     "COLUMN_TYPES",
+    "COLUMN_TYPE_CEILING",
+    "DANGLING_REFERENCE_CEILING",
     "DISPOSITIONS",
+    "EMPTY_LOOKUP_CEILING",
     "KINDS",
     "REGISTERED_CHECKS",
     "SEAMS",
+    "UNSUPPORTED_ARGUMENT_CEILING",
+    "Absence",
+    "ArgumentEncounter",
+    "ArmedCall",
     "CheckId",
     "CheckerDeadError",
     "ColumnDeclaration",
     "ColumnType",
+    "ColumnTypeEncounter",
+    "ColumnViolation",
     "DeclarationError",
+    "Dials",
     "Disposition",
     "DispositionLedger",
     "Encounter",
+    "ExternalGround",
+    "ExternalGrounding",
     "Finding",
+    "Instrumentation",
     "Kind",
     "LedgerRow",
+    "Message",
+    "ModelCall",
+    "ModelResponse",
     "NormalizedColumn",
+    "RequestFrame",
+    "RowsetReading",
+    "Run",
     "Seam",
+    "SetupError",
     "Subject",
+    "ToolCall",
     "ToolContract",
+    "ToolDefinition",
     "Witness",
+    "absent",
     "assert_arguments_from",
     "assert_result_columns",
+    "check_column_types",
+    "check_dangling_references",
+    "check_empty_lookup",
+    "check_unsupported_arguments",
+    "current_run",
+    "declare_tool",
     "dedupe_findings",
     "define_contract",
     "finding_identity",
+    "flush",
+    "is_absence",
     "normalize_columns",
+    "read_rowset",
+    "run",
+    "setup",
+    "shutdown",
+    "tool",
 ]

@@ -33,3 +33,22 @@ MAX_FINDINGS_PER_RUN: Final = 1000
 # dangling-reference bookkeeping (oldest dropped first).
 MAX_SERVED_RESULTS_PER_RUN: Final = 2000
 MAX_SERVED_TEXT_CHARS: Final = 65_536
+
+# How deep the argument walk descends into a tool call's arguments. Models
+# write shallow JSON; anything deeper is either hostile or a cycle, and a
+# walk that stops early is better than one that never returns.
+MAX_ARGUMENT_DEPTH: Final = 32
+
+# Entries read from an application's external-grounds provider per look.
+# The provider is app code; a runaway generator must not stall the agent.
+MAX_EXTERNAL_GROUNDS: Final = 10_000
+
+# Longest string the column check hands to ``fromisoformat`` when judging a
+# ``date`` column. The longest ISO 8601 form Python accepts is well under
+# this; past it a string cannot be an ISO date, and a 5 MB cell must not be
+# parsed to find that out.
+MAX_ISO_DATE_CHARS: Final = 64
+
+# Other kinds of offender a column finding names besides its first one
+# ("... or None, bytes"), so a column of mixed junk cannot write a long list.
+MAX_OTHER_OFFENDER_KINDS: Final = 3

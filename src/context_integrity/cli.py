@@ -1,0 +1,65 @@
+"""``context-integrity demo | report``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="context-integrity",
+        description="Check what AI agents and their tools hand each other, as OpenTelemetry.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    demo = commands.add_parser(
+        "demo",
+        help="run a scripted agent that reproduces three field failures (no network, no key)",
+    )
+    demo.add_argument(
+        "--mode",
+        choices=("warn", "enforce", "both"),
+        default="both",
+        help="the check_column_types dial for the run(s) (default: both, warn then enforce)",
+    )
+    demo.add_argument(
+        "--recording",
+        metavar="FILE",
+        help="where to record traces when no OTLP endpoint is configured",
+    )
+    report = commands.add_parser("report", help="print findings and the ledger per run from a recording")
+    report.add_argument("file", nargs="?", help="an OTLP-JSON-lines recording (default: the local recording)")
+    report.add_argument("-v", "--verbose", action="store_true", help="also print every witness")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "demo":
+        import logging
+
+        logging.basicConfig(level=logging.WARNING, format="%(message)s")
+        from . import demo
+        from .telemetry import setup as telemetry_setup
+
+        if args.recording:
+            telemetry_setup.setup(recording_path=args.recording)
+        modes = ("warn", "enforce") if args.mode == "both" else (args.mode,)
+        return demo.main(sys.stdout, modes)
+    if args.command == "report":
+        from .recording import default_recording_path, format_report, read_recording
+
+        path = args.file or str(default_recording_path())
+        try:
+            recording = read_recording(path)
+        except FileNotFoundError as error:
+            print(f"context-integrity report: {error}", file=sys.stderr)
+            return 2
+        print(format_report(recording, verbose=args.verbose))
+        return 0
+    return 2  # pragma: no cover - argparse enforces the choice
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

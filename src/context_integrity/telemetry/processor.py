@@ -1,0 +1,119 @@
+"""The run-end span processor: one ``context_integrity.disposition`` summary span per run.
+
+The summary is emitted from ``on_end`` of the run span, so it is written
+exactly once however the run ended (normally, by exception, by cancellation)
+and even when something other than :class:`~context_integrity.telemetry.instrument.Run`
+ended the span. The summary span is a child of the run span and carries the
+disposition ledger as scalar attributes (for TraceQL and span metrics) and as
+one event per row (for trace UIs).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.trace import NonRecordingSpan, SpanKind, Tracer
+
+from ..ledger import LedgerRow
+from . import names
+from .attributes import row_event_attributes, summary_attributes
+
+logger = logging.getLogger("context_integrity")
+
+# Runs whose span has started but not ended. A leaked (never-ended) run span
+# must not grow this forever: past the bound the oldest expectation is dropped
+# and said so in the log.
+MAX_OPEN_RUNS = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    """What the summary span says about one run."""
+
+    rows: Sequence[LedgerRow]
+    totals: dict[str, int]
+    posture: str
+    work_existed: bool
+    outcome: str
+
+
+SummarySource = Callable[[], RunSummary]
+
+
+class DispositionSpanProcessor(SpanProcessor):
+    """Emits the summary span when a run span it was told about ends."""
+
+    def __init__(self, tracer_source: Callable[[], Tracer]) -> None:
+        self._tracer_source = tracer_source
+        self._tracer: Tracer | None = None
+        self._expected: OrderedDict[int, SummarySource] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def expect(self, span_id: int, source: SummarySource) -> None:
+        """Remember that the span ``span_id`` is a run whose end needs a summary."""
+        with self._lock:
+            self._expected[span_id] = source
+            while len(self._expected) > MAX_OPEN_RUNS:
+                dropped, _ = self._expected.popitem(last=False)
+                logger.warning(
+                    "context_integrity: more than %d runs are open at once; the oldest (span %016x) "
+                    "will end without a disposition summary. Is a run span never ended?",
+                    MAX_OPEN_RUNS,
+                    dropped,
+                )
+
+    def open_runs(self) -> int:
+        with self._lock:
+            return len(self._expected)
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        return None
+
+    def on_end(self, span: ReadableSpan) -> None:
+        context = span.context
+        if context is None:
+            return
+        with self._lock:
+            source = self._expected.pop(context.span_id, None)
+        if source is None:
+            return
+        try:
+            self._emit(span, source())
+        except Exception:  # the exporter path must never reach the host
+            logger.exception("context_integrity: could not emit the disposition summary span")
+
+    def _emit(self, run_span: ReadableSpan, summary: RunSummary) -> None:
+        if self._tracer is None:
+            self._tracer = self._tracer_source()
+        assert run_span.context is not None
+        parent = trace.set_span_in_context(NonRecordingSpan(run_span.context))
+        at = run_span.end_time
+        span = self._tracer.start_span(
+            names.DISPOSITION_SPAN,
+            context=parent,
+            kind=SpanKind.INTERNAL,
+            start_time=at,
+            attributes=summary_attributes(
+                summary.rows,
+                summary.totals,
+                posture=summary.posture,
+                work_existed=summary.work_existed,
+                outcome=summary.outcome,
+            ),
+        )
+        for row in summary.rows:
+            span.add_event(names.DISPOSITION_ROW_EVENT, row_event_attributes(row), timestamp=at)
+        span.end(end_time=at)
+
+    def shutdown(self) -> None:
+        return None
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return True

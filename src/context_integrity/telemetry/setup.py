@@ -1,0 +1,507 @@
+"""``setup()``: OpenTelemetry for context-integrity in one call.
+
+Where traces go, in order of precedence:
+
+1. a ``tracer_provider`` passed in (tests, or an application that wants to be explicit);
+2. an SDK ``TracerProvider`` the application already installed globally — we add our
+   span processor to it and leave its exporters alone;
+3. a provider we create: OTLP (gRPC or HTTP/protobuf) when an endpoint is configured
+   through the standard ``OTEL_*`` environment or the ``endpoint`` argument, the
+   console or nothing when ``OTEL_TRACES_EXPORTER`` says so, and otherwise a local
+   OTLP-JSON-lines recording that ``context-integrity report`` reads back.
+
+Metrics and (opt-in) log events follow the same rule. Calling ``setup()`` again
+reconfigures the dials only; it never adds a second exporter or processor.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from opentelemetry import metrics, trace
+from opentelemetry.metrics import Counter, Meter
+from opentelemetry.sdk.metrics import MeterProvider as SdkMeterProvider
+from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import SpanProcessor
+from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    ConsoleSpanExporter,
+    SimpleSpanProcessor,
+    SpanExporter,
+)
+from opentelemetry.trace import Tracer
+
+from ..judge import ContractBook, Dials, ExternalGroundsProvider, SetupError
+from ..recording import default_recording_path
+from . import names
+from .processor import DispositionSpanProcessor
+
+logger = logging.getLogger("context_integrity")
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("context-integrity")
+    except Exception:  # running from a source tree
+        return "0.0.0+source"
+
+
+VERSION: Final = _version()
+
+PROTOCOLS: Final = ("grpc", "http/protobuf")
+TRACES_EXPORTERS: Final = ("otlp", "console", "none")
+METRICS_EXPORTERS: Final = ("otlp", "prometheus", "console", "none")
+DEFAULT_PROMETHEUS_HOST: Final = "127.0.0.1"
+DEFAULT_PROMETHEUS_PORT: Final = 9464
+
+# The process-wide book of declared tools: decorators run at import time,
+# usually before setup(), so the book cannot belong to one setup call.
+CONTRACTS: Final = ContractBook()
+
+
+@dataclass
+class Instrumentation:
+    """What ``setup()`` configured: where telemetry goes, and the dials in force."""
+
+    tracer: Tracer
+    meter: Meter
+    findings_counter: Counter
+    dials: Dials
+    destination: str
+    processor: DispositionSpanProcessor | None = None
+    recording_path: Path | None = None
+    capture_content: bool = False
+    event_logger: Any | None = None
+    _owned: list[Any] = field(default_factory=list, repr=False)
+    _flushable: list[Any] = field(default_factory=list, repr=False)
+
+    @property
+    def contracts(self) -> ContractBook:
+        return CONTRACTS
+
+    def force_flush(self, timeout_millis: int = 10_000) -> bool:
+        """Push everything buffered to its exporter now. Never raises."""
+        ok = True
+        for provider in self._flushable:
+            try:
+                result = provider.force_flush(timeout_millis)
+                ok = ok and result is not False
+            except Exception:
+                logger.exception("context_integrity: force_flush failed for %r", provider)
+                ok = False
+        return ok
+
+    def shutdown(self) -> None:
+        """Flush and shut down the providers this library created (not the application's)."""
+        self.force_flush()
+        for provider in self._owned:
+            try:
+                provider.shutdown()
+            except Exception:
+                logger.exception("context_integrity: shutdown failed for %r", provider)
+
+
+_lock = threading.Lock()
+_state: Instrumentation | None = None
+_said_where = False
+
+
+def current() -> Instrumentation | None:
+    """The instrumentation ``setup()`` configured, or ``None`` before it is called."""
+    return _state
+
+
+def _env(*keys: str) -> str | None:
+    for key in keys:
+        value = os.environ.get(key, "").strip()
+        if value:
+            return value
+    return None
+
+
+def _choice(value: str | None, allowed: tuple[str, ...], what: str, default: str) -> list[str]:
+    chosen = [v.strip().lower() for v in (value or default).split(",") if v.strip()]
+    for v in chosen:
+        if v not in allowed:
+            raise SetupError(
+                f"{what} is {v!r}; context-integrity supports {', '.join(map(repr, allowed))}. "
+                f"Fix the environment variable or the argument."
+            )
+    return chosen or [default]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Where each signal goes, resolved once from arguments and environment."""
+
+    protocol: str
+    traces_endpoint: str | None
+    metrics_endpoint: str | None
+    logs_endpoint: str | None
+    traces_exporters: list[str]
+    metrics_exporters: list[str]
+    headers: Mapping[str, str] | None
+
+    @classmethod
+    def resolve(cls, endpoint: str | None, protocol: str | None, headers: Mapping[str, str] | None) -> _Plan:
+        chosen_protocol = (
+            protocol or _env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL") or ""
+        ).lower() or "http/protobuf"
+        if chosen_protocol not in PROTOCOLS:
+            raise SetupError(
+                f"OTLP protocol {chosen_protocol!r} is not supported; use 'grpc' or 'http/protobuf' "
+                "(argument protocol= or OTEL_EXPORTER_OTLP_PROTOCOL)."
+            )
+        general = endpoint or _env("OTEL_EXPORTER_OTLP_ENDPOINT")
+        return cls(
+            protocol=chosen_protocol,
+            traces_endpoint=_env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or general,
+            metrics_endpoint=_env("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") or general,
+            logs_endpoint=_env("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT") or general,
+            traces_exporters=_choice(
+                _env("OTEL_TRACES_EXPORTER"), TRACES_EXPORTERS, "OTEL_TRACES_EXPORTER", "otlp"
+            ),
+            metrics_exporters=_choice(
+                _env("OTEL_METRICS_EXPORTER"), METRICS_EXPORTERS, "OTEL_METRICS_EXPORTER", "otlp"
+            ),
+            headers=headers,
+        )
+
+    def signal_url(self, explicit: str | None, signal: str) -> str | None:
+        """What to pass the exporter: ``None`` lets it read the environment itself.
+
+        An endpoint given as an argument is a base URL; the HTTP exporters use an
+        explicit endpoint verbatim, so the signal path is added here.
+        """
+        if explicit is None:
+            return None
+        if self.protocol == "http/protobuf":
+            return explicit.rstrip("/") + f"/v1/{signal}"
+        return explicit
+
+
+def _otlp_span_exporter(plan: _Plan, explicit: str | None) -> SpanExporter:
+    url = plan.signal_url(explicit, "traces")
+    headers = dict(plan.headers) if plan.headers is not None else None
+    if plan.protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
+
+        return GrpcExporter(endpoint=url, headers=headers)
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
+
+    return HttpExporter(endpoint=url, headers=headers)
+
+
+def _otlp_metric_reader(plan: _Plan, explicit: str | None) -> MetricReader:
+    url = plan.signal_url(explicit, "metrics")
+    headers = dict(plan.headers) if plan.headers is not None else None
+    if plan.protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
+            OTLPMetricExporter as GrpcMetricExporter,
+        )
+
+        return PeriodicExportingMetricReader(GrpcMetricExporter(endpoint=url, headers=headers))
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
+        OTLPMetricExporter as HttpMetricExporter,
+    )
+
+    return PeriodicExportingMetricReader(HttpMetricExporter(endpoint=url, headers=headers))
+
+
+def _prometheus_reader() -> MetricReader:
+    try:
+        from opentelemetry.exporter.prometheus import PrometheusMetricReader
+        from prometheus_client import start_http_server
+    except ImportError as error:
+        raise SetupError(
+            "OTEL_METRICS_EXPORTER=prometheus needs the Prometheus exporter: "
+            "pip install 'context-integrity[prometheus]'."
+        ) from error
+    host = _env("OTEL_EXPORTER_PROMETHEUS_HOST") or DEFAULT_PROMETHEUS_HOST
+    port_text = _env("OTEL_EXPORTER_PROMETHEUS_PORT") or str(DEFAULT_PROMETHEUS_PORT)
+    try:
+        port = int(port_text)
+    except ValueError as error:
+        raise SetupError(
+            f"OTEL_EXPORTER_PROMETHEUS_PORT must be a port number (got {port_text!r})."
+        ) from error
+    start_http_server(port=port, addr=host)
+    return PrometheusMetricReader()
+
+
+def _say_where(destination: str) -> None:
+    global _said_where
+    if not _said_where:
+        _said_where = True
+        logger.warning("context_integrity: %s", destination)
+
+
+def _build(
+    *,
+    dials: Dials,
+    service_name: str | None,
+    endpoint: str | None,
+    protocol: str | None,
+    headers: Mapping[str, str] | None,
+    recording_path: str | os.PathLike[str] | None,
+    log_events: bool,
+    capture_content: bool,
+    tracer_provider: Any | None,
+    meter_provider: Any | None,
+    logger_provider: Any | None,
+) -> Instrumentation:
+    plan = _Plan.resolve(endpoint, protocol, headers)
+    resource = Resource.create({"service.name": service_name} if service_name else {})
+    owned: list[Any] = []
+    flushable: list[Any] = []
+    recording: Path | None = None
+    where: list[str] = []
+
+    def recording_file() -> Path:
+        nonlocal recording
+        if recording is None:
+            recording = Path(recording_path) if recording_path is not None else default_recording_path()
+        return recording
+
+    # ── traces ──
+    provider = tracer_provider
+    if provider is None:
+        global_provider = trace.get_tracer_provider()
+        if isinstance(global_provider, SdkTracerProvider):
+            provider = global_provider
+            where.append("traces go to the application's own TracerProvider")
+    else:
+        where.append("traces go to the TracerProvider passed to setup()")
+    if provider is None:
+        provider = SdkTracerProvider(resource=resource)
+        owned.append(provider)
+        processors: list[SpanProcessor] = []
+        for kind in plan.traces_exporters:
+            if kind == "console":
+                processors.append(SimpleSpanProcessor(ConsoleSpanExporter()))
+                where.append("traces print to the console")
+            elif kind == "otlp" and plan.traces_endpoint:
+                processors.append(BatchSpanProcessor(_otlp_span_exporter(plan, endpoint)))
+                where.append(f"traces go over OTLP {plan.protocol} to {plan.traces_endpoint}")
+            elif kind == "otlp":
+                from .file_export import OtlpJsonLinesSpanExporter
+
+                processors.append(BatchSpanProcessor(OtlpJsonLinesSpanExporter(recording_file())))
+                where.append(
+                    f"no OTLP endpoint is configured, so traces are recorded to {recording_file()} "
+                    "(read them with `context-integrity report`; set OTEL_EXPORTER_OTLP_ENDPOINT to "
+                    "send them to a collector)"
+                )
+        for processor in processors:
+            provider.add_span_processor(processor)
+        trace.set_tracer_provider(provider)
+    flushable.append(provider)
+    run_processor: DispositionSpanProcessor | None = None
+    tracer = provider.get_tracer(names.INSTRUMENTATION_NAME, VERSION)
+    if hasattr(provider, "add_span_processor"):
+        run_processor = DispositionSpanProcessor(lambda: tracer)
+        provider.add_span_processor(run_processor)
+    else:
+        logger.warning(
+            "context_integrity: the tracer provider is not an OpenTelemetry SDK provider, so runs "
+            "will carry no disposition summary span."
+        )
+
+    # ── metrics ──
+    mprovider = meter_provider
+    if mprovider is None:
+        global_meter_provider = metrics.get_meter_provider()
+        if isinstance(global_meter_provider, SdkMeterProvider):
+            mprovider = global_meter_provider
+    if mprovider is None:
+        readers: list[MetricReader] = []
+        for kind in plan.metrics_exporters:
+            if kind == "prometheus":
+                readers.append(_prometheus_reader())
+                where.append("metrics are served for Prometheus to scrape")
+            elif kind == "console":
+                from opentelemetry.sdk.metrics.export import ConsoleMetricExporter
+
+                readers.append(PeriodicExportingMetricReader(ConsoleMetricExporter()))
+            elif kind == "otlp" and plan.metrics_endpoint:
+                readers.append(_otlp_metric_reader(plan, endpoint))
+            elif kind == "otlp":
+                from .file_export import OtlpJsonLinesMetricExporter
+
+                readers.append(
+                    PeriodicExportingMetricReader(
+                        OtlpJsonLinesMetricExporter(recording_file()), export_interval_millis=60_000
+                    )
+                )
+        mprovider = SdkMeterProvider(resource=resource, metric_readers=readers)
+        owned.append(mprovider)
+        metrics.set_meter_provider(mprovider)
+    if hasattr(mprovider, "force_flush"):
+        flushable.append(mprovider)
+    meter = mprovider.get_meter(names.INSTRUMENTATION_NAME, VERSION)
+    counter = meter.create_counter(
+        names.FINDINGS_METRIC,
+        unit=names.FINDINGS_METRIC_UNIT,
+        description="Context-integrity findings filed, by kind, seam and tool.",
+    )
+
+    # ── log events (opt-in) ──
+    event_logger = None
+    if log_events:
+        event_logger = _event_logger(
+            plan, endpoint, logger_provider, resource, recording_file, owned, flushable
+        )
+
+    destination = "; ".join(where) or "traces go to the configured OpenTelemetry pipeline"
+    return Instrumentation(
+        tracer=tracer,
+        meter=meter,
+        findings_counter=counter,
+        dials=dials,
+        destination=destination,
+        processor=run_processor,
+        recording_path=recording,
+        capture_content=capture_content,
+        event_logger=event_logger,
+        _owned=owned,
+        _flushable=flushable,
+    )
+
+
+def _event_logger(
+    plan: _Plan,
+    endpoint: str | None,
+    logger_provider: Any | None,
+    resource: Resource,
+    recording_file: Any,
+    owned: list[Any],
+    flushable: list[Any],
+) -> Any:
+    from opentelemetry import _logs
+    from opentelemetry.sdk._logs import LoggerProvider as SdkLoggerProvider
+    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+
+    lprovider = logger_provider
+    if lprovider is None:
+        global_logger_provider = _logs.get_logger_provider()
+        if isinstance(global_logger_provider, SdkLoggerProvider):
+            lprovider = global_logger_provider
+    if lprovider is None:
+        lprovider = SdkLoggerProvider(resource=resource)
+        if plan.logs_endpoint:
+            url = plan.signal_url(endpoint, "logs")
+            headers = dict(plan.headers) if plan.headers is not None else None
+            if plan.protocol == "grpc":
+                from opentelemetry.exporter.otlp.proto.grpc._log_exporter import (
+                    OTLPLogExporter as GrpcLogExporter,
+                )
+
+                exporter: Any = GrpcLogExporter(endpoint=url, headers=headers)
+            else:
+                from opentelemetry.exporter.otlp.proto.http._log_exporter import (
+                    OTLPLogExporter as HttpLogExporter,
+                )
+
+                exporter = HttpLogExporter(endpoint=url, headers=headers)
+        else:
+            from .file_export import OtlpJsonLinesLogExporter
+
+            exporter = OtlpJsonLinesLogExporter(recording_file())
+        lprovider.add_log_record_processor(BatchLogRecordProcessor(exporter))
+        owned.append(lprovider)
+        _logs.set_logger_provider(lprovider)
+    flushable.append(lprovider)
+    return lprovider.get_logger(names.INSTRUMENTATION_NAME, VERSION)
+
+
+def setup(
+    *,
+    check_column_types: str = "off",
+    notice_empty_lookups: bool = False,
+    external_grounds: ExternalGroundsProvider | None = None,
+    posture: str = "observe",
+    service_name: str | None = None,
+    endpoint: str | None = None,
+    protocol: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    recording_path: str | os.PathLike[str] | None = None,
+    log_events: bool = False,
+    capture_content: bool = False,
+    tracer_provider: Any | None = None,
+    meter_provider: Any | None = None,
+    logger_provider: Any | None = None,
+) -> Instrumentation:
+    """Configure context-integrity and OpenTelemetry in one call.
+
+    Dials (each defaults to the byte-identical choice):
+
+    - ``check_column_types``: ``"off"`` | ``"warn"`` | ``"enforce"``.
+    - ``notice_empty_lookups``: ``True`` to file advisory empty-lookup findings.
+    - ``external_grounds``: a function returning ``(value, source)`` entries the
+      application verified, consulted when a chosen argument has no ground in the run.
+
+    Raises :class:`SetupError` (a ``ValueError``) for a dial or environment value
+    outside its vocabulary; nothing is configured in that case. A second call
+    changes the dials and keeps the exporters and processors of the first.
+    """
+    global _state
+    dials = Dials.validated(
+        check_column_types=check_column_types,
+        notice_empty_lookups=notice_empty_lookups,
+        external_grounds=external_grounds,
+        posture=posture,
+    )
+    if not isinstance(log_events, bool) or not isinstance(capture_content, bool):
+        raise SetupError("log_events and capture_content must be booleans.")
+    with _lock:
+        if _state is not None:
+            _state.dials = dials
+            _state.capture_content = capture_content
+            return _state
+        _state = _build(
+            dials=dials,
+            service_name=service_name,
+            endpoint=endpoint,
+            protocol=protocol,
+            headers=headers,
+            recording_path=recording_path,
+            log_events=log_events,
+            capture_content=capture_content,
+            tracer_provider=tracer_provider,
+            meter_provider=meter_provider,
+            logger_provider=logger_provider,
+        )
+        state = _state
+    if state.recording_path is not None:
+        _say_where(state.destination)
+    else:
+        logger.info("context_integrity: %s", state.destination)
+    return state
+
+
+def shutdown() -> None:
+    """Flush and shut down what ``setup()`` created, and forget it (the next ``setup()`` starts anew).
+
+    Providers the application owns are flushed but never shut down.
+    """
+    global _state
+    with _lock:
+        state, _state = _state, None
+    if state is not None:
+        state.shutdown()
+
+
+def flush(timeout_millis: int = 10_000) -> bool:
+    """Export everything buffered now (call before a short-lived process exits). Never raises."""
+    state = _state
+    return state.force_flush(timeout_millis) if state is not None else True

@@ -1,0 +1,79 @@
+"""Shared fixtures: a real OpenTelemetry SDK pipeline held in memory, per test."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+import context_integrity as ci
+from context_integrity.telemetry import names
+from context_integrity.telemetry.setup import CONTRACTS
+
+
+@dataclass
+class Telemetry:
+    spans: InMemorySpanExporter
+    metrics: InMemoryMetricReader
+    provider: TracerProvider
+    meter_provider: MeterProvider
+    configure: Callable[..., ci.Instrumentation]
+
+    def finished(self) -> list[ReadableSpan]:
+        return list(self.spans.get_finished_spans())
+
+    def named(self, name: str) -> list[ReadableSpan]:
+        return [s for s in self.finished() if s.name == name]
+
+    def one(self, name: str) -> ReadableSpan:
+        found = self.named(name)
+        assert len(found) == 1, f"expected one span {name!r}, got {[s.name for s in self.finished()]}"
+        return found[0]
+
+    def summaries(self) -> list[ReadableSpan]:
+        return self.named(names.DISPOSITION_SPAN)
+
+    def findings_metric(self) -> list[tuple[dict[str, Any], int]]:
+        data = self.metrics.get_metrics_data()
+        points: list[tuple[dict[str, Any], int]] = []
+        if data is None:
+            return points
+        for resource_metrics in data.resource_metrics:
+            for scope in resource_metrics.scope_metrics:
+                for metric in scope.metrics:
+                    if metric.name == names.FINDINGS_METRIC:
+                        for point in metric.data.data_points:
+                            points.append((dict(point.attributes or {}), int(point.value)))
+        return points
+
+
+@pytest.fixture
+def isolated_contracts() -> Iterator[None]:
+    """Tools declared during a test are forgotten after it (the book is process-wide)."""
+    before = CONTRACTS.names()
+    yield
+    for name in CONTRACTS.names() - before:
+        CONTRACTS.forget(name)
+
+
+@pytest.fixture
+def telemetry(isolated_contracts: None) -> Iterator[Telemetry]:
+    ci.shutdown()
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    reader = InMemoryMetricReader()
+    meter_provider = MeterProvider(metric_readers=[reader])
+
+    def configure(**dials: Any) -> ci.Instrumentation:
+        return ci.setup(tracer_provider=provider, meter_provider=meter_provider, **dials)
+
+    yield Telemetry(exporter, reader, provider, meter_provider, configure)
+    ci.shutdown()
