@@ -56,7 +56,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         except FileNotFoundError as error:
             print(f"context-integrity report: {error}", file=sys.stderr)
             return 2
-        print(format_report(recording, verbose=args.verbose))
+        try:
+            print(format_report(recording, verbose=args.verbose))
+        except BrokenPipeError:  # `report | head` closed the pipe: not an error
+            sys.stderr.close()
         return 0
     return 2  # pragma: no cover - argparse enforces the choice
 

@@ -145,7 +145,10 @@ def _strip_optional(annotation: object) -> tuple[object, bool]:
 def _column_type_of_annotation(annotation: object) -> ColumnType | None:
     if annotation is bool:  # before int: bool is an int subclass, and exactly the trap
         return "boolean"
-    if isinstance(annotation, type):
+    # On Python 3.10 a parametrised generic (``list[int]``) passes
+    # ``isinstance(..., type)`` and then makes ``issubclass`` raise; it is never
+    # a column type, so it is ruled out first.
+    if isinstance(annotation, type) and typing.get_origin(annotation) is None:
         if issubclass(annotation, bool):
             return "boolean"
         if issubclass(annotation, _NUMBER_TYPES):

@@ -334,14 +334,21 @@ def _any_value(node: object) -> object:
     return None
 
 
-def _attributes(node: object) -> dict[str, object]:
+def _attributes(node: object, skipped: list[str] | None = None) -> dict[str, object]:
+    """An OTLP attribute list as a dict. With ``skipped``, an unreadable
+    attribute is left out and its reason appended there, instead of failing
+    the whole list (one odd attribute must not cost a span its findings)."""
     out: dict[str, object] = {}
     for entry in _list(node, "attributes"):
-        item = _object(entry, "an attribute")
-        key = item.get("key")
-        if not isinstance(key, str):
-            raise _Malformed("an attribute has no string key")
-        out[key] = _any_value(item.get("value", {}))
+        key = entry.get("key") if isinstance(entry, dict) else None
+        try:
+            if not isinstance(entry, dict) or not isinstance(key, str):
+                raise _Malformed("an attribute is not a {key, value} object with a string key")
+            out[key] = _any_value(entry.get("value", {}))
+        except _Malformed as error:
+            if skipped is None:
+                raise
+            skipped.append(f"{clip(key, 60)}: {error}" if isinstance(key, str) else str(error))
     return out
 
 
@@ -367,6 +374,10 @@ def _hex_id(value: object, size: int, what: str) -> str:
 
 def _optional_str(value: object) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _optional_int(value: object) -> int | None:
@@ -515,7 +526,8 @@ class _Reader:
             return
         self._parents[key] = parent_id
 
-        attributes = _attributes(span.get("attributes"))
+        skipped: list[str] = []
+        attributes = _attributes(span.get("attributes"), skipped)
         operation = _optional_str(attributes.get(names.GEN_AI_OPERATION_NAME))
         is_run = operation == names.OPERATION_INVOKE_AGENT or (
             operation is None and name.startswith(_RUN_PREFIX)
@@ -524,7 +536,13 @@ class _Reader:
             operation is None and name.startswith(_TOOL_PREFIX)
         )
         is_disposition = name == names.DISPOSITION_SPAN
-        events = self._events(number, name, span.get("events"))
+        events = self._events(number, name, span.get("events"), skipped)
+        if skipped:
+            self.problem(
+                number,
+                f"span {clip(name, 60)!r} ({span_id}): {plural(len(skipped), 'attribute')} could not be "
+                f"read and {'was' if len(skipped) == 1 else 'were'} left out (first: {skipped[0]})",
+            )
         dropped_events = _int64(span.get("droppedEventsCount"), "droppedEventsCount") or 0
         if dropped_events:
             self.problem(
@@ -601,14 +619,14 @@ class _Reader:
         )
         self._calls.append((number, call))
 
-    def _events(self, number: int, span_name: str, node: object) -> list[_Event]:
+    def _events(self, number: int, span_name: str, node: object, skipped: list[str]) -> list[_Event]:
         kept: list[_Event] = []
         for entry in _list(node, "events"):
             event = _object(entry, "an event")
             name = event.get("name")
             if not isinstance(name, str) or name not in _KEPT_EVENTS:
                 continue
-            attributes = _attributes(event.get("attributes"))
+            attributes = _attributes(event.get("attributes"), skipped)
             dropped = _int64(event.get("droppedAttributesCount"), "droppedAttributesCount") or 0
             if dropped:
                 self.problem(
@@ -695,6 +713,9 @@ class _Reader:
             absent = [f for f in ROW_FIELDS if f not in row and f != _LAST_FIRED_FIELD]
             if absent:
                 self.problem(number, f"ledger row {index} lacks {', '.join(absent)}")
+            not_counts = [f for f in (*COUNT_FIELDS, _LAST_FIRED_FIELD) if f in row and not _is_int(row[f])]
+            if not_counts:
+                self.problem(number, f"ledger row {index} has non-integer {', '.join(not_counts)}")
             rows.append(row)
         if not rows:
             rows = _rows_from_scalars(attributes)
@@ -914,6 +935,8 @@ def _rows_from_scalars(attributes: Mapping[str, object]) -> list[dict[str, objec
 
 def _row_untouched(row: Mapping[str, object]) -> bool:
     """Whether a row records no encounter at all, by the ledger's own rule."""
+    if not all(_is_int(row[f]) for f in COUNT_FIELDS if f in row):
+        return False  # unreadable counts are reported as a problem, not judged
     try:
         ledger_row = LedgerRow(**{f: row[f] for f in ROW_FIELDS if f in row})  # type: ignore[arg-type]
     except TypeError:

@@ -19,13 +19,13 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
+from tests.conftest import Telemetry
 
 import context_integrity as ci
 from context_integrity import judge as judge_module
 from context_integrity.checks.column_types import COLUMN_TYPE_CEILING
 from context_integrity.ledger import REGISTERED_CHECKS, ROW_FIELDS
 from context_integrity.telemetry import names
-from tests.conftest import Telemetry
 
 LUN_ROWS = [
     {"host_group": "vdi-a", "logical_unit_number": ""},
@@ -34,7 +34,9 @@ LUN_ROWS = [
 
 
 def _mappings_tool(rows: Any) -> Any:
-    @ci.tool(result_columns={"logical_unit_number": "number", "host_group": "string"}, name="host_group_mappings")
+    @ci.tool(
+        result_columns={"logical_unit_number": "number", "host_group": "string"}, name="host_group_mappings"
+    )
     def host_group_mappings(host_group: str) -> Any:
         return rows
 
@@ -51,13 +53,18 @@ def _row_events(summary: ReadableSpan) -> list[dict[str, Any]]:
 
 def _row(summary: ReadableSpan, check: str, seam: str) -> dict[str, Any]:
     for row in _row_events(summary):
-        if row[names.row_event_attribute("check")] == check and row[names.row_event_attribute("seam")] == seam:
+        if (
+            row[names.row_event_attribute("check")] == check
+            and row[names.row_event_attribute("seam")] == seam
+        ):
             return row
     raise AssertionError(f"no row {check}@{seam}")
 
 
 class TestToolSpan:
-    def test_tool_call_in_a_run_is_an_execute_tool_span_with_genai_attributes(self, telemetry: Telemetry) -> None:
+    def test_tool_call_in_a_run_is_an_execute_tool_span_with_genai_attributes(
+        self, telemetry: Telemetry
+    ) -> None:
         telemetry.configure(check_column_types="warn")
         tool = _mappings_tool(LUN_ROWS)
         with ci.run("what are the vdi-a mappings?", agent_name="triage"):
@@ -103,13 +110,18 @@ class TestToolSpan:
         tool = _mappings_tool([{"host_group": 7}])  # one mistyped, one missing column
         with ci.run("q"):
             tool("vdi-a")
-        points = {(p[names.METRIC_KIND], p[names.METRIC_SEAM], p[names.METRIC_TOOL]): v for p, v in telemetry.findings_metric()}
+        points = {
+            (p[names.METRIC_KIND], p[names.METRIC_SEAM], p[names.METRIC_TOOL]): v
+            for p, v in telemetry.findings_metric()
+        }
         assert points == {
             ("column-type-mismatch", "write", "host_group_mappings"): 1,
             ("missing-column", "write", "host_group_mappings"): 1,
         }
 
-    def test_the_same_defect_twice_in_a_run_is_one_event_and_two_ledger_encounters(self, telemetry: Telemetry) -> None:
+    def test_the_same_defect_twice_in_a_run_is_one_event_and_two_ledger_encounters(
+        self, telemetry: Telemetry
+    ) -> None:
         telemetry.configure(check_column_types="warn")
         tool = _mappings_tool(LUN_ROWS)
         with ci.run("q") as agent_run:
@@ -175,7 +187,9 @@ class TestDials:
         with ci.run("q"):
             assert tool("vdi-a") is LUN_ROWS
 
-    def test_enforce_hands_the_caller_the_refusal_and_marks_the_span_error(self, telemetry: Telemetry) -> None:
+    def test_enforce_hands_the_caller_the_refusal_and_marks_the_span_error(
+        self, telemetry: Telemetry
+    ) -> None:
         telemetry.configure(check_column_types="enforce")
         tool = _mappings_tool(LUN_ROWS)
         with ci.run("q"):
@@ -221,9 +235,9 @@ class TestSummarySpan:
         attrs = dict(summary.attributes or {})
         assert attrs[names.RUN_OUTCOME] == outcome
         rows = _row_events(summary)
-        assert [(r[names.row_event_attribute("check")], r[names.row_event_attribute("seam")]) for r in rows] == [
-            (c.check, c.seam) for c in REGISTERED_CHECKS
-        ]
+        assert [
+            (r[names.row_event_attribute("check")], r[names.row_event_attribute("seam")]) for r in rows
+        ] == [(c.check, c.seam) for c in REGISTERED_CHECKS]
         return summary
 
     def test_a_normal_run_has_one_summary_with_rows_totals_and_scalars(self, telemetry: Telemetry) -> None:
@@ -329,10 +343,21 @@ class TestNeverBreakTheHost:
 
     @pytest.mark.parametrize(
         "strange",
-        [None, "prose", 42, {"rows": []}, [1, 2], [], iter([{"a": 1}]), [{"logical_unit_number": float("nan")}]],
+        [
+            None,
+            "prose",
+            42,
+            {"rows": []},
+            [1, 2],
+            [],
+            iter([{"a": 1}]),
+            [{"logical_unit_number": float("nan")}],
+        ],
         ids=["none", "prose", "int", "wrapper", "scalars", "empty", "iterator", "nan"],
     )
-    def test_nothing_a_tool_returns_makes_the_wrapper_raise(self, telemetry: Telemetry, strange: object) -> None:
+    def test_nothing_a_tool_returns_makes_the_wrapper_raise(
+        self, telemetry: Telemetry, strange: object
+    ) -> None:
         telemetry.configure(check_column_types="enforce")
         tool = _mappings_tool(strange)
         with ci.run("q"):

@@ -41,6 +41,8 @@ import decimal
 import fractions
 import math
 import numbers
+import sys
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import compress, repeat
@@ -304,7 +306,14 @@ def _number_offence(value: object) -> str | None:
         if isinstance(value, numbers.Integral):
             return None
         if isinstance(value, numbers.Real):
-            return _float_offence(float(value), _type_word(value))
+            # numpy is already imported (this is one of its scalars); its own
+            # isfinite keeps a longdouble beyond float range finite, and warns
+            # about nothing.
+            numpy = sys.modules["numpy"]
+            if numpy.isfinite(value):
+                return None
+            which = "NaN" if numpy.isnan(value) else ("-infinity" if numpy.signbit(value) else "infinity")
+            return _no_number(which, _type_word(value))
     return _type_word(value)
 
 
@@ -350,7 +359,7 @@ def _date_offence(value: object) -> str | None:
     if _is_numpy(value) and type(value).__name__ == "datetime64":
         return "NaT (a numpy datetime64 that stands for no date)" if value != value else None
     if isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool):
-        return f"{_type_word(value)} (an epoch number is a number, not a date)"
+        return f"{_type_word(value)} (an epoch number is not a date)"
     return _type_word(value)
 
 
@@ -386,8 +395,8 @@ _JUST_FLOAT: Final[frozenset[type]] = frozenset({float})
 _INT_AND_FLOAT: Final[frozenset[type]] = frozenset({int, float})
 
 
-def _floats_finite(cells: Callable[[], Iterable[object]], kinds: set[type]) -> bool:
-    """True when every exact ``float`` among ``cells`` is finite, in one C-level pass.
+def _floats_finite(values: list[object], kinds: set[type]) -> bool:
+    """True when every exact ``float`` among ``values`` is finite, in one C-level pass.
 
     Any NaN or infinity makes a float total non-finite, and a total never
     turns finite again. A false "no" (finite floats whose total overflows)
@@ -397,11 +406,32 @@ def _floats_finite(cells: Callable[[], Iterable[object]], kinds: set[type]) -> b
         # The common column: sum it whole. An int too large for a float
         # raises OverflowError, and then only the floats are summed.
         try:
-            return math.isfinite(sum(cast("Iterable[float]", cells()), 0.0))
+            return math.isfinite(sum(cast("list[float]", values), 0.0))
         except OverflowError:
             pass
-    floats = compress(cells(), map(_JUST_FLOAT.__contains__, map(type, cells())))
+    floats = compress(values, map(_JUST_FLOAT.__contains__, map(type, values)))
     return math.isfinite(sum(cast("Iterable[float]", floats), 0.0))
+
+
+_JUST_STR: Final[frozenset[type]] = frozenset({str})
+
+
+def _strings_all_iso_dates(values: list[object]) -> bool:
+    """True when every exact ``str`` among ``values`` is an ISO date, parsing each distinct one once, in C.
+
+    Agrees with :func:`_is_iso_date` by construction: the same length bound,
+    and ``datetime.fromisoformat`` accepts everything ``date.fromisoformat``
+    does on every supported Python. A "no" only sends the strings to the
+    exact per-value look.
+    """
+    strings = set(compress(values, map(_JUST_STR.__contains__, map(type, values))))
+    if max(map(len, cast("set[str]", strings)), default=0) > MAX_ISO_DATE_CHARS:
+        return False
+    try:
+        deque(map(_dt.datetime.fromisoformat, cast("set[str]", strings)), maxlen=0)
+    except Exception:  # any refusal to parse: let the per-value look decide each string
+        return False
+    return True
 
 
 # ── Judging the rows ────────────────────────────────────────────────────
@@ -446,14 +476,23 @@ def _judge_column(reading: RowsetReading, column: NormalizedColumn) -> ColumnVio
         # and nullable does not excuse it (it promises about values, not keys).
         return _MISSING_COLUMN
     suspect_types = kinds - (_SURE_NULLABLE if column.nullable else _SURE)[column.type]
-    if column.type == "number" and float in suspect_types and _floats_finite(cells, kinds):
+    if not suspect_types:
+        return None
+    # Something needs a look: read the column once more into a list, and
+    # pick the suspects out of that instead of reading the rows again.
+    values = cells()
+    if not isinstance(values, list):
+        values = list(values)
+    if column.type == "number" and float in suspect_types and _floats_finite(values, kinds):
         suspect_types.discard(float)
+    elif column.type == "date" and str in suspect_types and _strings_all_iso_dates(values):
+        suspect_types.discard(str)
     if not suspect_types:
         return None
     if suspect_types == kinds:
-        suspects = cells()
+        suspects: Iterable[object] = values
     else:
-        suspects = compress(cells(), map(suspect_types.__contains__, map(type, cells())))
+        suspects = compress(values, map(suspect_types.__contains__, map(type, values)))
     return _walk_column(suspects, column, of_rows=len(reading.rows))
 
 
@@ -523,16 +562,18 @@ def _judge(
 # ── Sentences ───────────────────────────────────────────────────────────
 
 
+# What the boundary did, stated in every finding rather than left to be assumed.
+_WARN_OUTCOME: Final = (
+    "Warn mode: nothing was blocked, changed or retried; the model reads the rows exactly "
+    "as the tool returned them."
+)
+_ENFORCE_OUTCOME: Final = (
+    "Enforce mode: the result was refused, and the model reads a corrective sentence in place of these rows."
+)
+
+
 def _outcome(mode: ColumnMode) -> str:
-    if mode == "enforce":
-        return (
-            "Enforce mode: the result was refused, and the model reads a corrective sentence "
-            "in place of these rows."
-        )
-    return (
-        "Warn mode: nothing was blocked, changed or retried; the model reads the rows exactly "
-        "as the tool returned them."
-    )
+    return _ENFORCE_OUTCOME if mode == "enforce" else _WARN_OUTCOME
 
 
 def _declared_words(column: NormalizedColumn) -> str:
@@ -545,9 +586,9 @@ def _offender_phrase(violation: ColumnViolation) -> str:
     elif violation.got == "None":
         first = "None"
     else:
-        first = f"{violation.sample} ({violation.got})"
+        first = f"{violation.sample}, which is {violation.got}"
     if violation.other_kinds:
-        return f"the first is {first}, and others are {', '.join(violation.other_kinds)}"
+        return f"the first is {first}; others are {', '.join(violation.other_kinds)}"
     return f"the first is {first}"
 
 
@@ -604,10 +645,10 @@ def _refusal(tool_name: str, violations: list[ColumnViolation], missing: list[st
         elif violation.got == "None":
             first = "None"
         else:
-            first = f"{violation.sample}, {violation.got}"
+            first = f"{violation.sample}, which is {violation.got}"
         problems.append(
             f"{violation.column!r} is declared {violation.declared} but {violation.rows} of "
-            f"{plural(violation.of_rows, 'row')} hold something else (first: {first})"
+            f"{plural(violation.of_rows, 'row')} hold something else, the first being {first}"
         )
     for name in missing[: max(0, MAX_NAMED_IN_REFUSAL - len(problems))]:
         problems.append(f"{name!r} is declared but present in no row")
