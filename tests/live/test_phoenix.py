@@ -1,0 +1,280 @@
+"""The demo's findings arrive intact in a real OTLP trace backend (Arize Phoenix), and show in its UI.
+
+Phoenix runs from its own virtual environment (.ci/system-deps), on free loopback ports with its
+own working directory. ``context-integrity demo`` runs as a subprocess configured only through the
+standard ``OTEL_*`` environment, once over OTLP/HTTP and once over OTLP/gRPC, each into its own
+Phoenix project; the spans are read back through Phoenix's REST API.
+
+The laws under test:
+
+- over either protocol, each demo run arrives as one trace: the run span, one ``execute_tool``
+  span per scripted tool call and the ``context_integrity.disposition`` summary under the run;
+- the ``host_group_mappings`` span carries a ``context_integrity.finding`` event of kind
+  ``column-type-mismatch`` with every witness attribute of every witness, the LUN ``''`` among
+  the witness values, and the span-level findings count;
+- the quoted-numbers tool carries column-type-mismatch findings too; the ``0.0 GB`` disk tool
+  carries none (its result is well typed, which is all this check can see);
+- the summary span carries one row event per registered check, naming each (check, seam) once;
+- in Phoenix's UI (headless Chromium), the tool span's Events tab shows the finding event with
+  its witness values; the screenshot is kept as a test artifact.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from context_integrity import demo
+from context_integrity.ledger import REGISTERED_CHECKS
+from context_integrity.telemetry import names
+
+from ._services import (
+    ARTIFACTS,
+    CHROMIUM_BIN,
+    PHOENIX_BIN,
+    Service,
+    free_port,
+    http_json,
+    library_env,
+    missing,
+    run_demo,
+    wait_until,
+)
+
+pytestmark = pytest.mark.live
+
+PHOENIX_START_TIMEOUT_S = 300  # first start runs its database migrations
+SPANS_ARRIVE_TIMEOUT_S = 60
+DEMO_MODES = ("warn", "enforce")  # `context-integrity demo` runs both, in this order
+SPANS_PER_RUN = 1 + len(demo.SCRIPT) + 1  # the run, each tool call, the summary
+COLUMN_TYPE_MISMATCH = "column-type-mismatch"
+MAPPINGS_TOOL = demo.host_group_mappings.__name__
+QUOTED_NUMBERS_TOOL = demo.port_counters.__name__
+ZERO_GB_TOOL = demo.vm_disk_capacity.__name__
+
+
+@dataclass(frozen=True)
+class Phoenix:
+    base_url: str
+    grpc_port: int
+    service: Service
+
+
+@pytest.fixture(scope="module")
+def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Phoenix]:
+    if not PHOENIX_BIN.exists():
+        missing(f"Phoenix at {PHOENIX_BIN}", "a venv with arize-phoenix")
+    http_port, grpc_port = free_port(), free_port()
+    workdir = tmp_path_factory.mktemp("phoenix")
+    service = Service(
+        name="phoenix",
+        argv=[str(PHOENIX_BIN), "serve"],
+        workdir=workdir,
+        env={
+            "PHOENIX_HOST": "127.0.0.1",
+            "PHOENIX_PORT": str(http_port),
+            "PHOENIX_GRPC_PORT": str(grpc_port),
+            "PHOENIX_WORKING_DIR": str(workdir),
+            # No usage telemetry: the machine reaches no network but package registries.
+            "PHOENIX_TELEMETRY_ENABLED": "false",
+        },
+    ).start()
+    try:
+        base = f"http://127.0.0.1:{http_port}"
+        service.wait_http(f"{base}/healthz", timeout_s=PHOENIX_START_TIMEOUT_S)
+        yield Phoenix(base_url=base, grpc_port=grpc_port, service=service)
+    finally:
+        service.stop()
+
+
+@dataclass(frozen=True)
+class Delivered:
+    protocol: str
+    project: str
+    spans: list[dict[str, Any]]
+    demo_stdout: str
+
+    def run_trace_id(self, mode: str) -> str:
+        """The trace id the demo printed for its run in ``mode``."""
+        match = re.search(rf"run in '{mode}' mode \(trace ([0-9a-f]{{32}})\)", self.demo_stdout)
+        assert match, self.demo_stdout
+        return match[1]
+
+    def traces(self) -> dict[str, list[dict[str, Any]]]:
+        by_trace: dict[str, list[dict[str, Any]]] = {}
+        for span in self.spans:
+            by_trace.setdefault(span["context"]["trace_id"], []).append(span)
+        return by_trace
+
+
+def _project_spans(phoenix: Phoenix, project: str) -> list[dict[str, Any]]:
+    return list(http_json(f"{phoenix.base_url}/v1/projects/{project}/spans?limit=1000")["data"])
+
+
+@pytest.fixture(scope="module", params=["http/protobuf", "grpc"])
+def delivered(phoenix: Phoenix, request: pytest.FixtureRequest) -> Delivered:
+    protocol: str = request.param
+    project = "ci-demo-" + re.sub(r"\W", "-", protocol)
+    endpoint = phoenix.base_url if protocol == "http/protobuf" else f"http://127.0.0.1:{phoenix.grpc_port}"
+    result = run_demo(
+        library_env(
+            OTEL_EXPORTER_OTLP_ENDPOINT=endpoint,
+            OTEL_EXPORTER_OTLP_PROTOCOL=protocol,
+            OTEL_SERVICE_NAME="context-integrity-demo",
+            # Phoenix files spans under the project this resource attribute names.
+            OTEL_RESOURCE_ATTRIBUTES=f"openinference.project.name={project}",
+            # Phoenix is a trace backend; metrics are proven against Prometheus elsewhere.
+            OTEL_METRICS_EXPORTER="none",
+        )
+    )
+    expected = SPANS_PER_RUN * len(DEMO_MODES)
+
+    def arrived() -> list[dict[str, Any]] | None:
+        spans = _project_spans(phoenix, project)
+        return spans if len(spans) >= expected else None
+
+    spans = wait_until(
+        arrived,
+        timeout_s=SPANS_ARRIVE_TIMEOUT_S,
+        what=f"{expected} spans in Phoenix project {project!r} over {protocol}",
+        log=phoenix.service.log_tail() + "\n--- demo stdout ---\n" + result.stdout + result.stderr,
+    )
+    return Delivered(protocol=protocol, project=project, spans=spans, demo_stdout=result.stdout)
+
+
+def _one(spans: list[dict[str, Any]], name: str) -> dict[str, Any]:
+    found = [s for s in spans if s["name"] == name]
+    assert len(found) == 1, f"expected one {name!r} span, got {[s['name'] for s in spans]}"
+    return found[0]
+
+
+def _findings(span: dict[str, Any]) -> list[dict[str, Any]]:
+    return [e["attributes"] for e in span.get("events", []) if e["name"] == names.FINDING_EVENT]
+
+
+def test_each_demo_run_arrives_as_one_trace_with_its_spans(delivered: Delivered) -> None:
+    traces = delivered.traces()
+    assert len(traces) == len(DEMO_MODES), delivered.protocol
+    # The demo prints each run's trace id; these are the traces Phoenix holds.
+    assert set(traces) == {delivered.run_trace_id(mode) for mode in DEMO_MODES}
+    for spans in traces.values():
+        run_span = _one(spans, names.run_span_name(demo.AGENT_NAME))
+        for step in demo.SCRIPT:
+            tool_span = _one(spans, names.tool_span_name(step.tool.__name__))
+            assert tool_span["parent_id"] == run_span["context"]["span_id"]
+            assert tool_span["attributes"][names.GEN_AI_TOOL_NAME] == step.tool.__name__
+        assert _one(spans, names.DISPOSITION_SPAN)["parent_id"] == run_span["context"]["span_id"]
+
+
+def test_the_mappings_span_carries_the_finding_with_every_witness_attribute(delivered: Delivered) -> None:
+    for spans in delivered.traces().values():
+        span = _one(spans, names.tool_span_name(MAPPINGS_TOOL))
+        (finding,) = _findings(span)
+        assert finding[names.FINDING_KIND] == COLUMN_TYPE_MISMATCH
+        assert finding[names.FINDING_SEAM] == "write"
+        assert finding[names.FINDING_PREDICATE] == "logical_unit_number"
+        assert finding[names.GEN_AI_TOOL_NAME] == MAPPINGS_TOOL
+        for attribute in (names.FINDING_MESSAGE, names.FINDING_IDENTITY, names.FINDING_ADVISORY):
+            assert attribute in finding
+        witnesses = finding[names.FINDING_WITNESS_COUNT]
+        assert witnesses >= 1
+        for index in range(witnesses):
+            for field in names.WITNESS_FIELDS:
+                assert names.witness_attribute(index, field) in finding, (index, field)
+        values = [str(finding[names.witness_attribute(i, "value")]) for i in range(witnesses)]
+        assert any('""' in value for value in values), values  # LUN 0 written as ''
+        assert span["attributes"][names.FINDINGS_COUNT] == 1
+        assert COLUMN_TYPE_MISMATCH in span["attributes"][names.FINDINGS_KINDS]
+
+
+def test_quoted_numbers_are_findings_and_the_zero_gb_disk_passes(delivered: Delivered) -> None:
+    for spans in delivered.traces().values():
+        quoted = _findings(_one(spans, names.tool_span_name(QUOTED_NUMBERS_TOOL)))
+        assert quoted and {f[names.FINDING_KIND] for f in quoted} == {COLUMN_TYPE_MISMATCH}
+        assert any(
+            "1240" in str(f[names.witness_attribute(i, "value")])
+            for f in quoted
+            for i in range(f[names.FINDING_WITNESS_COUNT])
+        )
+        zero_gb = _one(spans, names.tool_span_name(ZERO_GB_TOOL))
+        assert _findings(zero_gb) == []
+        assert zero_gb["attributes"].get(names.FINDINGS_COUNT, 0) == 0
+
+
+def test_the_summary_span_carries_one_row_per_registered_check(delivered: Delivered) -> None:
+    check = names.row_event_attribute("check")
+    seam = names.row_event_attribute("seam")
+    for spans in delivered.traces().values():
+        summary = _one(spans, names.DISPOSITION_SPAN)
+        rows = [e["attributes"] for e in summary["events"] if e["name"] == names.DISPOSITION_ROW_EVENT]
+        assert sorted((r[check], r[seam]) for r in rows) == sorted(
+            (c.check, c.seam) for c in REGISTERED_CHECKS
+        )
+        by_check = {(r[check], r[seam]): r for r in rows}
+        mismatch_row = by_check[(COLUMN_TYPE_MISMATCH, "write")]
+        assert mismatch_row[names.row_event_attribute("findings")] >= 1
+        assert mismatch_row[names.row_event_attribute("checked")] == len(demo.SCRIPT)
+
+
+# ── The UI ─────────────────────────────────────────────────────────────────────────────────────
+
+SCREENSHOT = ARTIFACTS / "phoenix-finding.png"
+UI_TIMEOUT_MS = 30_000
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.mark.parametrize("delivered", ["grpc"], indirect=True)  # one screenshot is enough
+def test_phoenix_ui_shows_the_finding_event_and_its_witnesses(phoenix: Phoenix, delivered: Delivered) -> None:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        missing("the playwright Python package", "pip install playwright (the test extra has it)")
+    if not CHROMIUM_BIN.exists():
+        missing(str(CHROMIUM_BIN), "the Debian chromium package")
+
+    warn_run = delivered.traces()[delivered.run_trace_id("warn")]
+    span = _one(warn_run, names.tool_span_name(MAPPINGS_TOOL))
+    (finding,) = _findings(span)
+    witness_key = names.witness_attribute(finding[names.FINDING_WITNESS_COUNT] - 1, "value")
+    witness_value = str(finding[witness_key])
+    ARTIFACTS.mkdir(exist_ok=True)
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM_BIN), headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1600, "height": 1200})
+            page.set_default_timeout(UI_TIMEOUT_MS)
+            # Phoenix resolves an OTel span id to its trace view with that span selected.
+            page.goto(f"{phoenix.base_url}/redirects/spans/{span['context']['span_id']}")
+            page.get_by_role("tab", name=re.compile(r"^Events")).click()
+            event = page.get_by_text(names.FINDING_EVENT, exact=True).first
+            event.wait_for()
+            witness = page.get_by_text(witness_key, exact=True).first
+            if not witness.is_visible():
+                event.click()  # expand the event to show its attributes
+            witness.wait_for()
+            page.get_by_text(witness_value, exact=True).first.wait_for()
+            page.screenshot(path=str(SCREENSHOT), full_page=True)
+            body = page.inner_text("body")
+        finally:
+            browser.close()
+
+    assert names.FINDING_EVENT in body
+    assert witness_key in body
+    assert witness_value in body
+    assert COLUMN_TYPE_MISMATCH in body
+    assert Path(SCREENSHOT).stat().st_size > 10_000
