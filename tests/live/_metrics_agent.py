@@ -20,7 +20,7 @@ from context_integrity import demo
 
 def main(mode: str) -> int:
     if mode == "mismatch":
-        finished = demo.run_agent("warn")
+        finished = demo.run_agent("warn").run
     elif mode == "clean":
         ci.setup(check_column_types="warn")
         with ci.run("How large are the gold image's disks?", agent_name=demo.AGENT_NAME) as finished:
