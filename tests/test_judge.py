@@ -5,11 +5,16 @@ The laws under test:
     re-fetched is a real comparison -- ``checked-pass`` under the re-fetch fence -- never
     ``not-applicable``, which is reserved for requests before anything was evicted;
 (b) a ground evicted again after its re-fetch dangles again: the same defect, filed once per run,
-    counted at every encounter.
+    counted at every encounter;
+(c) memory is bounded without losing a first sighting: past the kept-findings bound defects are
+    still emitted and deduped; past the identity bound a re-detection is emitted again.
 """
 
 from __future__ import annotations
 
+import pytest
+
+from context_integrity import judge as judge_module
 from context_integrity.contracts import define_contract
 from context_integrity.judge import ContractBook, Dials, RunJudge
 from context_integrity.ledger import DANGLING_REFERENCE
@@ -63,3 +68,35 @@ def test_a_ground_evicted_again_after_its_re_fetch_dangles_again_as_the_same_def
     assert filed == [1 if i == 1 else 0 for i in range(4)]  # the second eviction is no new event
     assert _row(judge) == (3, 2, 1)
     assert [f.kind for f in judge.findings] == ["dangling-reference"]
+
+
+# ── (c) bounded memory: findings kept vs identities remembered ──────────
+
+
+def _mismatch_judge() -> RunJudge:
+    book = ContractBook()
+    book.declare(define_contract("mappings", result_columns={f"c{i}": "number" for i in range(4)}))
+    return RunJudge(book, Dials(check_column_types="warn"), clock_ms=lambda: 1)
+
+
+def test_past_the_kept_findings_bound_defects_are_still_emitted_once_each(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(judge_module, "MAX_FINDINGS_PER_RUN", 2)
+    judge = _mismatch_judge()
+    first = judge.judge_tool_result("mappings", "call-1", [{f"c{i}": "x" for i in range(4)}])
+    again = judge.judge_tool_result("mappings", "call-2", [{f"c{i}": "x" for i in range(4)}])
+    assert len(first.findings) == 4  # every first sighting is emitted
+    assert again.findings == []  # and deduped, though only two are kept
+    assert len(judge.findings) == 2
+
+
+def test_past_the_identity_bound_a_redetection_is_emitted_again_never_lost(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(judge_module, "MAX_IDENTITIES_PER_RUN", 2)
+    judge = _mismatch_judge()
+    first = judge.judge_tool_result("mappings", "call-1", [{f"c{i}": "x" for i in range(4)}])
+    again = judge.judge_tool_result("mappings", "call-2", [{f"c{i}": "x" for i in range(4)}])
+    assert len(first.findings) == 4
+    assert [f.predicate for f in again.findings] == ["c2", "c3"]

@@ -49,7 +49,13 @@ from .ledger import (
     LedgerRow,
     Posture,
 )
-from .limits import MAX_FINDINGS_PER_RUN, MAX_SERVED_RESULTS_PER_RUN, MAX_SERVED_TEXT_CHARS
+from .limits import (
+    MAX_FINDINGS_PER_RUN,
+    MAX_IDENTITIES_PER_RUN,
+    MAX_IDENTITY_CHARS,
+    MAX_SERVED_RESULTS_PER_RUN,
+    MAX_SERVED_TEXT_CHARS,
+)
 from .protocol import (
     ExternalGrounding,
     ModelResponse,
@@ -503,11 +509,12 @@ class RunJudge:
         """Findings not yet filed in this run: one event per defect per run."""
         fresh: list[Finding] = []
         for finding in findings:
-            key = finding_identity(finding, with_epoch=False)
+            key = finding_identity(finding, with_epoch=False)[:MAX_IDENTITY_CHARS]
             if key in self._seen:
                 continue
-            if len(self._seen) < MAX_FINDINGS_PER_RUN:
+            if len(self._seen) < MAX_IDENTITIES_PER_RUN:
                 self._seen.add(key)
+            if len(self.findings) < MAX_FINDINGS_PER_RUN:
                 self.findings.append(finding)
             fresh.append(finding)
         return fresh

@@ -25,9 +25,15 @@ MAX_SCHEMA_DEPTH: Final = 8
 # A witness value or message written to a telemetry attribute.
 MAX_ATTRIBUTE_CHARS: Final = 2048
 
-# Findings kept per run for dedupe; past this, identities are still deduped
-# by hash but no more finding objects are retained.
+# Findings a run keeps in memory (``Run.findings``); past this they are still
+# emitted on their spans, counted and deduped, just not retained.
 MAX_FINDINGS_PER_RUN: Final = 1000
+
+# Distinct finding identities a run remembers for dedupe (each clipped to
+# MAX_IDENTITY_CHARS). Past this a re-detected defect is emitted again: a
+# duplicate event is better than unbounded memory or a lost first sighting.
+MAX_IDENTITIES_PER_RUN: Final = 20_000
+MAX_IDENTITY_CHARS: Final = 512
 
 # Served texts a run keeps for the empty-lookup producer corpus and the
 # dangling-reference bookkeeping (oldest dropped first).

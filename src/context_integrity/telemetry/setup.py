@@ -429,7 +429,6 @@ def setup(
     check_column_types: str = "off",
     notice_empty_lookups: bool = False,
     external_grounds: ExternalGroundsProvider | None = None,
-    posture: str = "observe",
     service_name: str | None = None,
     endpoint: str | None = None,
     protocol: str | None = None,
@@ -459,7 +458,6 @@ def setup(
         check_column_types=check_column_types,
         notice_empty_lookups=notice_empty_lookups,
         external_grounds=external_grounds,
-        posture=posture,
     )
     if not isinstance(log_events, bool) or not isinstance(capture_content, bool):
         raise SetupError("log_events and capture_content must be booleans.")
