@@ -6,7 +6,7 @@ The laws under test:
 (b) what it recorded reads back: one run, each finding on the span the protocol puts it on
     (empty-lookup on the framework tool's ``execute_tool`` span, the compose and choice findings
     on ``chat`` spans), and the summary ledger;
-(c) ``docs/loop-protocol.md`` carries the example verbatim, and quotes each grounding check's
+(c) the README carries the example verbatim, and quotes each grounding check's
     ceiling constant verbatim.
 """
 
@@ -29,7 +29,7 @@ from context_integrity.telemetry import names
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "hand_written_loop.py"
-DOC = ROOT / "docs" / "loop-protocol.md"
+DOC = ROOT / "README.md"
 EXPECTED_FINDINGS = [
     ("empty-lookup", "write", ("hosts_by_wwpn", "list_hosts")),
     ("dangling-reference", "compose", ("host_paths", "list_hosts")),
