@@ -15,6 +15,7 @@ The agent runs once in ``warn`` and once in ``enforce``.
 
 from __future__ import annotations
 
+import os
 import textwrap
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -107,7 +108,9 @@ class DemoOutcome:
 
 def run_agent(mode: str) -> DemoOutcome:
     """One run of the scripted agent with the column dial set to ``mode``."""
-    setup(check_column_types=mode)
+    # The demo names its service after its agent unless the environment names one: a trace UI
+    # lists services, and "unknown_service" is no place to send someone.
+    setup(check_column_types=mode, service_name=os.environ.get("OTEL_SERVICE_NAME") or AGENT_NAME)
     observations: list[tuple[str, Any]] = []
     with run(QUESTION, agent_name=AGENT_NAME) as agent_run:
         for step in _scripted_model():
