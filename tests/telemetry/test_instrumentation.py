@@ -324,6 +324,27 @@ class TestNeverBreakTheHost:
         (event,) = _events(span, names.INTERNAL_ERROR_EVENT)
         assert event[names.INTERNAL_ERROR_TYPE] == "ZeroDivisionError"
 
+    def test_a_recurring_failure_of_ours_logs_one_traceback_and_records_every_occurrence(
+        self, telemetry: Telemetry, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        telemetry.configure(check_column_types="warn")
+
+        class OurBug(Exception):
+            pass
+
+        def broken(**_: Any) -> Any:
+            raise OurBug("still broken")
+
+        monkeypatch.setattr(judge_module, "check_column_types", broken)
+        tool = _mappings_tool(LUN_ROWS)
+        with caplog.at_level("DEBUG", logger="context_integrity"), ci.run("q"):
+            for _ in range(3):
+                tool("vdi-a")
+        tracebacks = [r for r in caplog.records if r.levelname == "ERROR" and r.exc_info]
+        assert len(tracebacks) == 1
+        spans = telemetry.named(names.tool_span_name("host_group_mappings"))
+        assert [len(_events(s, names.INTERNAL_ERROR_EVENT)) for s in spans] == [1, 1, 1]
+
     def test_the_tools_own_exception_reaches_the_caller_unchanged(self, telemetry: Telemetry) -> None:
         telemetry.configure(check_column_types="warn")
 

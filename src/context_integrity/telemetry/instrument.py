@@ -61,11 +61,26 @@ def _tracer(inst: Instrumentation | None) -> Tracer:
     return inst.tracer if inst is not None else trace.get_tracer(names.INSTRUMENTATION_NAME, VERSION)
 
 
+# Which of our own failures were already logged with a traceback: a bug that fires on every call
+# must put its traceback in the log once, not once per call. Every occurrence is still recorded
+# on its span.
+_LOGGED_FAILURES: set[tuple[str, str]] = set()
+_MAX_LOGGED_FAILURES = 256
+
+
 def _record_internal_error(span: Span | None, where: str, error: BaseException) -> None:
     """Log our own failure and put it on the record; the host never sees it."""
-    logger.error(
-        "context_integrity: %s failed: %r (the agent was not affected)", where, error, exc_info=error
-    )
+    key = (where, type(error).__qualname__)
+    if key not in _LOGGED_FAILURES and len(_LOGGED_FAILURES) < _MAX_LOGGED_FAILURES:
+        _LOGGED_FAILURES.add(key)
+        logger.error(
+            "context_integrity: %s failed: %r (the agent was not affected; repeats are logged at debug)",
+            where,
+            error,
+            exc_info=error,
+        )
+    else:
+        logger.debug("context_integrity: %s failed again: %r", where, error)
     if span is None:
         return
     with contextlib.suppress(Exception):
