@@ -3,7 +3,9 @@
 The recording tests write these through the SDK (a private ``TracerProvider``,
 never the global one) into the OTLP/JSON-lines exporters and read them back.
 Every name comes from ``telemetry.names``; every ledger row from
-``DispositionLedger().report()``.
+``DispositionLedger().report()``; finding, row and summary attributes from the
+instrumentation's own ``telemetry.attributes`` — so the reader is proven
+against exactly what the library writes.
 """
 
 from __future__ import annotations
@@ -23,6 +25,11 @@ from opentelemetry.util.types import AttributeValue
 from context_integrity.findings import CHECKED_FAIL, CHECKED_PASS, NOT_APPLICABLE, Finding, Subject, Witness
 from context_integrity.ledger import REGISTERED_CHECKS, DispositionLedger, LedgerRow
 from context_integrity.telemetry import names
+from context_integrity.telemetry.attributes import (
+    finding_attributes,
+    row_event_attributes,
+    summary_attributes,
+)
 from context_integrity.telemetry.file_export import OtlpJsonLinesMetricExporter, OtlpJsonLinesSpanExporter
 
 
@@ -37,52 +44,8 @@ def witness_expectation(witness: Witness) -> dict[str, object]:
     return out
 
 
-def finding_attributes(
-    finding: Finding, *, tool: str | None, call_id: str | None
-) -> dict[str, AttributeValue]:
-    attributes: dict[str, AttributeValue] = {
-        names.FINDING_KIND: finding.kind,
-        names.FINDING_SEAM: finding.seam,
-        names.FINDING_ADVISORY: finding.advisory,
-        names.FINDING_MESSAGE: finding.message,
-        names.FINDING_IDENTITY: finding.identity(),
-        names.FINDING_SUBJECTS: [subject.render() for subject in finding.subjects],
-        names.FINDING_WITNESS_COUNT: len(finding.witnesses),
-    }
-    if finding.predicate is not None:
-        attributes[names.FINDING_PREDICATE] = finding.predicate
-    if finding.epoch is not None:
-        attributes[names.FINDING_EPOCH] = finding.epoch
-    if tool is not None:
-        attributes[names.GEN_AI_TOOL_NAME] = tool
-    if call_id is not None:
-        attributes[names.GEN_AI_TOOL_CALL_ID] = call_id
-    for index, witness in enumerate(finding.witnesses):
-        for witness_field, value in witness_expectation(witness).items():
-            assert isinstance(value, (str, int))
-            attributes[names.witness_attribute(index, witness_field)] = value
-    return attributes
-
-
 def add_finding(span: Span, finding: Finding, *, tool: str | None = None, call_id: str | None = None) -> None:
-    span.add_event(names.FINDING_EVENT, finding_attributes(finding, tool=tool, call_id=call_id))
-
-
-def summary_attributes(
-    ledger: DispositionLedger, *, posture: str, work_existed: bool, outcome: str
-) -> dict[str, AttributeValue]:
-    attributes: dict[str, AttributeValue] = {
-        names.POSTURE: posture,
-        names.WORK_EXISTED: work_existed,
-        names.RUN_OUTCOME: outcome,
-    }
-    for total, value in ledger.totals().items():
-        attributes[names.totals_attribute(total)] = value
-    for row in ledger.report():
-        for row_field, value in row.as_dict().items():
-            assert isinstance(value, (str, int))
-            attributes[names.row_attribute(row.check, row.seam, row_field)] = value
-    return attributes
+    span.add_event(names.FINDING_EVENT, finding_attributes(finding, tool_name=tool, call_id=call_id))
 
 
 def emit_summary(
@@ -98,14 +61,13 @@ def emit_summary(
     with tracer.start_as_current_span(
         names.DISPOSITION_SPAN,
         context=set_span_in_context(run_span),
-        attributes=summary_attributes(ledger, posture=posture, work_existed=work_existed, outcome=outcome),
+        attributes=summary_attributes(
+            ledger.report(), ledger.totals(), posture=posture, work_existed=work_existed, outcome=outcome
+        ),
     ) as summary:
         if row_events:
             for row in ledger.report():
-                summary.add_event(
-                    names.DISPOSITION_ROW_EVENT,
-                    {names.row_event_attribute(k): v for k, v in row.as_dict().items()},
-                )
+                summary.add_event(names.DISPOSITION_ROW_EVENT, row_event_attributes(row))
 
 
 @contextmanager
