@@ -407,3 +407,58 @@ class TestNeverBreakTheHost:
             assert len(agent_run.findings) == 1
         finally:
             ci.shutdown()
+
+
+class TestFrameworkSpans:
+    """A framework that opens the execute_tool span itself (pydantic-ai does) keeps one span."""
+
+    def _framework_span(self, telemetry: Telemetry, tool: str, call_id: str) -> Any:
+        tracer = telemetry.provider.get_tracer("framework")
+        return tracer.start_as_current_span(
+            names.tool_span_name(tool),
+            attributes={
+                names.GEN_AI_OPERATION_NAME: names.OPERATION_EXECUTE_TOOL,
+                names.GEN_AI_TOOL_NAME: tool,
+                names.GEN_AI_TOOL_CALL_ID: call_id,
+            },
+        )
+
+    def test_a_decorated_call_inside_the_frameworks_span_adopts_it(self, telemetry: Telemetry) -> None:
+        telemetry.configure(check_column_types="warn")
+        tool = _mappings_tool(LUN_ROWS)
+        with ci.run("q"), self._framework_span(telemetry, "host_group_mappings", "fw-call-7"):
+            assert tool("vdi-a") is LUN_ROWS
+        (span,) = telemetry.named(names.tool_span_name("host_group_mappings"))
+        assert span.instrumentation_scope is not None and span.instrumentation_scope.name == "framework"
+        (event,) = _events(span, names.FINDING_EVENT)
+        assert event[names.GEN_AI_TOOL_CALL_ID] == "fw-call-7"
+        assert dict(span.attributes or {})[names.FINDINGS_COUNT] == 1
+
+    def test_a_span_for_another_tool_is_a_parent_not_adopted(self, telemetry: Telemetry) -> None:
+        telemetry.configure(check_column_types="warn")
+        tool = _mappings_tool(LUN_ROWS)
+        with ci.run("q"), self._framework_span(telemetry, "some_other_tool", "fw-call-8"):
+            tool("vdi-a")
+        ours = telemetry.one(names.tool_span_name("host_group_mappings"))
+        outer = telemetry.one(names.tool_span_name("some_other_tool"))
+        assert ours.parent is not None and ours.parent.span_id == outer.context.span_id
+        assert _events(outer, names.FINDING_EVENT) == []
+
+    def test_the_tools_exception_inside_an_adopted_span_is_the_frameworks_to_record(
+        self, telemetry: Telemetry
+    ) -> None:
+        telemetry.configure(check_column_types="warn")
+
+        @ci.tool(result_columns={"lun": "number"}, name="flaky_mappings")
+        def flaky() -> Any:
+            raise TimeoutError("array busy")
+
+        with (
+            pytest.raises(TimeoutError),
+            ci.run("q"),
+            self._framework_span(telemetry, "flaky_mappings", "fw-9"),
+        ):
+            flaky()
+        (span,) = telemetry.named(names.tool_span_name("flaky_mappings"))
+        # the framework's own context manager recorded it once; we did not add a second record
+        assert [e.name for e in span.events].count("exception") == 1

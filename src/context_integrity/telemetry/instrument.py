@@ -26,6 +26,7 @@ from typing import Any, ParamSpec, TypeVar, overload
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
+from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from ..contracts import ToolContract, define_contract
@@ -165,7 +166,7 @@ def _content(value: object) -> str:
 class _ToolCall:
     """One instrumented call in flight: its span, its judge and its call id."""
 
-    __slots__ = ("_token", "arguments", "call_id", "contract", "findings", "inst", "judge", "span")
+    __slots__ = ("_owned", "_token", "arguments", "call_id", "contract", "findings", "inst", "judge", "span")
 
     def __init__(
         self,
@@ -180,35 +181,46 @@ class _ToolCall:
         self.inst = current()
         run = run if run is not None else _current_run.get()
         dials = self.inst.dials if self.inst is not None else _DEFAULT_DIALS
+        # A framework that already opened this call's execute_tool span (pydantic-ai does) keeps
+        # it: the findings go onto that span, which stays the framework's to end.
+        adopted = _framework_tool_span(contract.name)
+        adopted_id = _span_call_id(adopted) if adopted is not None else None
         if run is not None and run.judge is not None:
             self.judge = run.judge
-            self.call_id = run.take_call_id(contract.name, call_id)
+            self.call_id = run.take_call_id(contract.name, call_id or adopted_id)
         else:
             self.judge = RunJudge(CONTRACTS, dials, with_ledger=False)
-            self.call_id = call_id or f"call_{uuid.uuid4().hex[:12]}"
-        self.span = _tracer(self.inst).start_span(
-            names.tool_span_name(contract.name),
-            kind=SpanKind.INTERNAL,
-            attributes={
-                names.GEN_AI_OPERATION_NAME: names.OPERATION_EXECUTE_TOOL,
-                names.GEN_AI_TOOL_NAME: contract.name,
-                names.GEN_AI_TOOL_CALL_ID: self.call_id,
-                names.GEN_AI_TOOL_TYPE: names.TOOL_TYPE_FUNCTION,
-            },
-        )
+            self.call_id = call_id or adopted_id or f"call_{uuid.uuid4().hex[:12]}"
+        self._owned = adopted is None
+        self._token: contextvars.Token[Context] | None = None
+        if adopted is not None:
+            self.span = adopted
+        else:
+            self.span = _tracer(self.inst).start_span(
+                names.tool_span_name(contract.name),
+                kind=SpanKind.INTERNAL,
+                attributes={
+                    names.GEN_AI_OPERATION_NAME: names.OPERATION_EXECUTE_TOOL,
+                    names.GEN_AI_TOOL_NAME: contract.name,
+                    names.GEN_AI_TOOL_CALL_ID: self.call_id,
+                    names.GEN_AI_TOOL_TYPE: names.TOOL_TYPE_FUNCTION,
+                },
+            )
+            self._token = otel_context.attach(trace.set_span_in_context(self.span))
         self.findings = SpanFindings(self.span)
-        self._token = otel_context.attach(trace.set_span_in_context(self.span))
 
     def _detach(self) -> None:
-        with contextlib.suppress(Exception):
-            otel_context.detach(self._token)
+        if self._token is not None:
+            with contextlib.suppress(Exception):
+                otel_context.detach(self._token)
 
     def fail(self, error: BaseException) -> None:
         """The tool itself raised: record it, end the span; the caller re-raises it unchanged."""
         try:
             self._detach()
-            _mark_error(self.span, error)
-            self.span.end()
+            if self._owned:
+                _mark_error(self.span, error)
+                self.span.end()
         except Exception as ours:
             _record_internal_error(None, "recording a tool's exception", ours)
 
@@ -235,11 +247,31 @@ class _ToolCall:
             _record_internal_error(self.span, "judging a tool result", ours)
             delivered = result
         finally:
-            try:
-                self.span.end()
-            except Exception as ours:
-                _record_internal_error(None, "ending a tool span", ours)
+            if self._owned:
+                try:
+                    self.span.end()
+                except Exception as ours:
+                    _record_internal_error(None, "ending a tool span", ours)
         return delivered
+
+
+def _framework_tool_span(tool_name: str) -> Span | None:
+    """The current span, when it is a recording ``execute_tool`` span for this very tool."""
+    span = trace.get_current_span()
+    if not span.is_recording():
+        return None
+    attributes = getattr(span, "attributes", None) or {}
+    if (
+        attributes.get(names.GEN_AI_OPERATION_NAME) == names.OPERATION_EXECUTE_TOOL
+        and attributes.get(names.GEN_AI_TOOL_NAME) == tool_name
+    ):
+        return span
+    return None
+
+
+def _span_call_id(span: Span) -> str | None:
+    value = (getattr(span, "attributes", None) or {}).get(names.GEN_AI_TOOL_CALL_ID)
+    return value if isinstance(value, str) and value else None
 
 
 def _open_call(contract: ToolContract, arguments: Callable[[], Mapping[str, Any]]) -> _ToolCall | None:
