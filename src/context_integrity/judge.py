@@ -13,7 +13,6 @@ logged by the caller (through :attr:`RunJudge.internal_errors`) and noted
 from __future__ import annotations
 
 import itertools
-import json
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -65,6 +64,7 @@ from .protocol import (
     message_text,
     tool_names_present,
 )
+from .text import bounded_json
 
 ColumnDial = Literal["off", "warn", "enforce"]
 COLUMN_DIALS: Final[tuple[ColumnDial, ...]] = get_args(ColumnDial)
@@ -201,15 +201,13 @@ _T = TypeVar("_T")
 def _served_text(value: object) -> str:
     """A tool result as the text a producer served: what empty-lookup searches for ids."""
     if isinstance(value, str):
-        text = value
-    elif isinstance(value, (list, tuple, dict)):
+        return value[:MAX_SERVED_TEXT_CHARS]
+    if isinstance(value, (list, tuple, dict)):
         try:
-            text = json.dumps(value, default=str, ensure_ascii=False)
+            return bounded_json(value, MAX_SERVED_TEXT_CHARS)[:MAX_SERVED_TEXT_CHARS]
         except (TypeError, ValueError, RecursionError):
-            text = content_text(value)
-    else:
-        text = content_text(value)
-    return text[:MAX_SERVED_TEXT_CHARS]
+            pass
+    return content_text(value)[:MAX_SERVED_TEXT_CHARS]
 
 
 def _now_ms() -> int:

@@ -20,6 +20,23 @@ def plural(count: int, noun: str, plural_form: str | None = None) -> str:
     return f"{count} {noun if count == 1 else (plural_form or noun + 's')}"
 
 
+def bounded_json(value: Any, limit: int) -> str:
+    """Compact JSON of ``value`` (``default=str``), encoded only as far as ``limit`` characters.
+
+    A tool result can be megabytes; clipping after ``json.dumps`` would still
+    encode (and hold) all of it. The incremental encoder stops as soon as
+    enough text exists. Raises what ``json`` raises (circular references).
+    """
+    chunks: list[str] = []
+    size = 0
+    for chunk in json.JSONEncoder(default=str, ensure_ascii=False).iterencode(value):
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            break
+    return "".join(chunks)
+
+
 def render_value(value: Any, limit: int = MAX_QUOTED_CHARS) -> str:
     """One value the way a person would recognise it, clipped.
 
@@ -32,7 +49,7 @@ def render_value(value: Any, limit: int = MAX_QUOTED_CHARS) -> str:
         if isinstance(value, (bool, int, float)) or value is None:
             return repr(value)
         try:
-            text = json.dumps(value, default=repr, ensure_ascii=False)
+            text = bounded_json(value, limit)
         except (TypeError, ValueError, RecursionError):
             text = repr(value)
         return clip(text, limit)

@@ -17,7 +17,6 @@ import contextlib
 import contextvars
 import functools
 import inspect
-import json
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -35,7 +34,7 @@ from ..judge import Dials, RunJudge
 from ..ledger import LedgerRow
 from ..limits import MAX_ATTRIBUTE_CHARS, MAX_PENDING_CALL_IDS
 from ..protocol import ExternalGrounding, ModelResponse, RequestFrame, ToolCall
-from ..text import clip
+from ..text import bounded_json, clip, render_value
 from . import names
 from .attributes import finding_attributes
 from .processor import RunSummary
@@ -156,10 +155,11 @@ def _emit_log_event(inst: Instrumentation, span: Span, finding: Finding, attribu
 
 
 def _content(value: object) -> str:
+    """Opt-in content for a ``gen_ai.*`` attribute: bounded JSON, never the whole payload."""
     try:
-        text = json.dumps(value, default=str, ensure_ascii=False)
+        text = bounded_json(value, MAX_ATTRIBUTE_CHARS)
     except Exception:
-        text = repr(value)
+        text = render_value(value, MAX_ATTRIBUTE_CHARS)
     return clip(text, MAX_ATTRIBUTE_CHARS)
 
 
