@@ -238,6 +238,10 @@ def _cell(row: Mapping[str, object], name: str) -> object:
         return _ABSENT
 
 
+# ``dict.get`` as a plain callable, looked up once rather than per column.
+_DICT_GET: Final = cast("Callable[[Mapping[str, object], str, object], object]", dict.get)
+
+
 def _column_cells(reading: RowsetReading, name: str) -> Callable[[], Iterable[object]]:
     """A maker of fresh iterators over one column's cells, ``_ABSENT`` standing for a missing key.
 
@@ -248,8 +252,7 @@ def _column_cells(reading: RowsetReading, name: str) -> Callable[[], Iterable[ob
     rows = reading.rows
     count = len(rows)
     if reading.plain:
-        get = cast("Callable[[Mapping[str, object], str, object], object]", dict.get)
-        return lambda: map(get, rows, repeat(name, count), repeat(_ABSENT, count))
+        return lambda: map(_DICT_GET, rows, repeat(name, count), repeat(_ABSENT, count))
     cells = [_cell(row, name) for row in rows]
     return lambda: cells
 
@@ -715,10 +718,13 @@ class ColumnTypeEncounter(Encounter):
     missing: list[str] = field(default_factory=list)
 
 
+_NORMALIZED_ONLY: Final[set[type]] = {NormalizedColumn}
+
+
 def _declared_columns(tool_name: str, columns: object) -> tuple[NormalizedColumn, ...]:
     # The judge passes the contract's already-normalised tuple on every call;
     # re-validating it per result would be pure overhead.
-    if isinstance(columns, tuple) and columns and all(isinstance(c, NormalizedColumn) for c in columns):
+    if isinstance(columns, tuple) and columns and set(map(type, columns)) == _NORMALIZED_ONLY:
         return columns
     return normalize_columns(tool_name, columns)
 
