@@ -59,6 +59,7 @@ from ..findings import (
     UNREACHABLE,
     Encounter,
     Finding,
+    Kind,
     Subject,
     Witness,
     tool_subject,
@@ -769,45 +770,36 @@ def check_column_types(
 
     of_rows = len(reading.rows)
     subject = tool_subject(tool_name)
-    findings: list[Finding] = []
-    for column, violation in broken:
-        findings.append(
-            Finding(
-                kind="column-type-mismatch",
-                seam="write",
-                subjects=(subject,),
-                predicate=column.name,
-                witnesses=_witnesses(
-                    subject,
-                    column,
-                    tool_name,
-                    epoch,
-                    _result_value(violation),
-                    f"tool call {call_id}: the result as the tool returned it ({plural(of_rows, 'row')})",
-                ),
-                epoch=epoch,
-                message=_mismatch_message(tool_name, column, violation, call_id, mode),
-            )
+    provenance = f"tool call {call_id}: the result as the tool returned it ({plural(of_rows, 'row')})"
+
+    def finding(kind: Kind, column: NormalizedColumn, result_value: str, message: str) -> Finding:
+        return Finding(
+            kind=kind,
+            seam="write",
+            subjects=(subject,),
+            predicate=column.name,
+            witnesses=_witnesses(subject, column, tool_name, epoch, result_value, provenance),
+            epoch=epoch,
+            message=message,
         )
-    for column in missing:
-        findings.append(
-            Finding(
-                kind="missing-column",
-                seam="write",
-                subjects=(subject,),
-                predicate=column.name,
-                witnesses=_witnesses(
-                    subject,
-                    column,
-                    tool_name,
-                    epoch,
-                    "present in no row",
-                    f"tool call {call_id}: the result as the tool returned it ({plural(of_rows, 'row')})",
-                ),
-                epoch=epoch,
-                message=_missing_message(tool_name, column, of_rows, call_id, mode),
-            )
+
+    findings = [
+        finding(
+            "column-type-mismatch",
+            column,
+            _result_value(violation),
+            _mismatch_message(tool_name, column, violation, call_id, mode),
         )
+        for column, violation in broken
+    ] + [
+        finding(
+            "missing-column",
+            column,
+            "present in no row",
+            _missing_message(tool_name, column, of_rows, call_id, mode),
+        )
+        for column in missing
+    ]
     violations = [violation for _, violation in broken]
     missing_names = [column.name for column in missing]
     return ColumnTypeEncounter(
