@@ -192,7 +192,6 @@ class ToolVerdict:
 
     findings: list[Finding] = field(default_factory=list)
     refusal: str | None = None
-    judged: bool = False
 
 
 _T = TypeVar("_T")
@@ -333,7 +332,6 @@ class RunJudge:
                 ),
             )
             if encounter is not None:
-                verdict.judged = True
                 self._note_kinds(encounter, (COLUMN_TYPE_MISMATCH, MISSING_COLUMN))
                 verdict.findings.extend(self._first_sightings(encounter.findings))
                 if isinstance(encounter, ColumnTypeEncounter) and encounter.refusal is not None:
@@ -355,7 +353,6 @@ class RunJudge:
                 ),
             )
             if lookup is not None:
-                verdict.judged = True
                 self._note(EMPTY_LOOKUP, lookup.disposition)
                 verdict.findings.extend(self._first_sightings(lookup.findings))
         if self._grounds:

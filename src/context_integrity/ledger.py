@@ -143,9 +143,6 @@ class DispositionLedger:
         self._rows = {c: LedgerRow(c.check, c.seam) for c in self.checks}
         self._canaries = {c: _Canary() for c in self.checks}
 
-    def is_registered(self, check_id: CheckId) -> bool:
-        return check_id in self._rows
-
     def note(self, check_id: CheckId, disposition: Disposition, at_ms: int | None = None) -> None:
         """Count one encounter. Notes for an unregistered check are ignored."""
         row = self._rows.get(check_id)

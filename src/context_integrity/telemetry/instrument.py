@@ -438,7 +438,6 @@ class Run:
         self.judge: RunJudge | None = None
         self.outcome = "open"
         self.span: Span | None = None
-        self.findings_on_span: SpanFindings | None = None
         self._inst: Instrumentation | None = None
         self._tokens: tuple[Any, Any] | None = None
         self._pending_call_ids: dict[str, list[str]] = {}
@@ -463,7 +462,6 @@ class Run:
             self.span = span = _tracer(inst).start_span(
                 names.run_span_name(self.agent_name), kind=SpanKind.INTERNAL, attributes=attributes
             )
-            self.findings_on_span = SpanFindings(span)
             if inst is not None and inst.processor is not None and span.is_recording():
                 inst.processor.expect(span.get_span_context().span_id, self.summary)
             self._tokens = (

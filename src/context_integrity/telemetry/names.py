@@ -44,7 +44,6 @@ OPERATION_EXECUTE_TOOL: Final = "execute_tool"
 OPERATION_INVOKE_AGENT: Final = "invoke_agent"
 OPERATION_CHAT: Final = "chat"
 TOOL_TYPE_FUNCTION: Final = "function"
-TOOL_TYPE_EXTENSION: Final = "extension"
 
 ERROR_TYPE: Final = "error.type"
 ERROR_RESULT_REJECTED: Final = "context_integrity.result_rejected"

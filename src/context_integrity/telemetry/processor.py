@@ -69,10 +69,6 @@ class DispositionSpanProcessor(SpanProcessor):
                     dropped,
                 )
 
-    def open_runs(self) -> int:
-        with self._lock:
-            return len(self._expected)
-
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         return None
 
