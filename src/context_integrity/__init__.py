@@ -51,6 +51,7 @@ from .findings import (
     dedupe_findings,
     finding_identity,
 )
+from .integrations.functions import declare_tool, tool
 from .judge import COLUMN_DIALS, Dials, SetupError
 from .ledger import REGISTERED_CHECKS, CheckerDeadError, CheckId, DispositionLedger, LedgerRow
 from .protocol import (
@@ -62,7 +63,7 @@ from .protocol import (
     ToolCall,
     ToolDefinition,
 )
-from .telemetry.instrument import ModelCall, Run, current_run, declare_tool, run, tool
+from .telemetry.run import ModelCall, Run, current_run, run
 from .telemetry.setup import Instrumentation, flush, setup, shutdown
 
 __all__ = [

@@ -23,8 +23,9 @@ from typing import Any, TextIO
 
 from .checks.column_types import COLUMN_TYPE_CEILING
 from .findings import Finding
+from .integrations.functions import tool
 from .ledger import LedgerRow
-from .telemetry.instrument import Run, run, tool
+from .telemetry.run import Run, run
 from .telemetry.setup import current, flush, setup
 
 AGENT_NAME = "storage-triage"

@@ -302,6 +302,10 @@ class RunJudge:
     def next_call_id(self, tool_name: str) -> str:
         return f"{tool_name}-{next(self._call_ids)}"
 
+    def note_work(self) -> None:
+        """The run did work no check was given (a final answer): the summary must say work existed."""
+        self.work_existed = True
+
     # ── the write seam ─────────────────────────────────────────────────
     def judge_tool_result(
         self,

@@ -43,7 +43,23 @@ CONTENT_ATTRIBUTES: Final[tuple[str, ...]] = (
 OPERATION_EXECUTE_TOOL: Final = "execute_tool"
 OPERATION_INVOKE_AGENT: Final = "invoke_agent"
 OPERATION_CHAT: Final = "chat"
+# The other operations the GenAI conventions give a model call; a host span carrying one of them is
+# a model call we adopt like a ``chat`` span.
+OPERATION_TEXT_COMPLETION: Final = "text_completion"
+OPERATION_GENERATE_CONTENT: Final = "generate_content"
 TOOL_TYPE_FUNCTION: Final = "function"
+
+# ── OpenInference (read, never written) ─────────────────────────────────
+# Hosts instrumented by OpenInference (and Phoenix / Arize) mark their spans with a span kind
+# instead of ``gen_ai.operation.name``. The strings are those of openinference-semantic-conventions
+# (``SpanAttributes`` and ``OpenInferenceSpanKindValues``); a test holds them equal.
+OPENINFERENCE_SPAN_KIND: Final = "openinference.span.kind"
+OPENINFERENCE_KIND_AGENT: Final = "AGENT"
+OPENINFERENCE_KIND_LLM: Final = "LLM"
+OPENINFERENCE_KIND_TOOL: Final = "TOOL"
+OPENINFERENCE_TOOL_NAME: Final = "tool.name"
+# OpenInference's id of the call a TOOL span executes (its ``tool_call.id``).
+OPENINFERENCE_TOOL_ID: Final = "tool.id"
 
 ERROR_TYPE: Final = "error.type"
 ERROR_RESULT_REJECTED: Final = "context_integrity.result_rejected"

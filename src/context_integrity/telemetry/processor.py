@@ -2,9 +2,10 @@
 
 The summary is emitted from ``on_end`` of the run span, so it is written
 exactly once however the run ended (normally, by exception, by cancellation)
-and even when something other than :class:`~context_integrity.telemetry.instrument.Run`
-ended the span. The summary span is a child of the run span and carries the
-disposition ledger as scalar attributes (for TraceQL and span metrics) and as
+and even when something other than :class:`~context_integrity.telemetry.run.Run`
+ended the span. A run that adopted a host's run span (one this provider may never see end)
+has its summary written by :meth:`DispositionSpanProcessor.emit_under` when the run ends.
+The summary span is a child of the run span and carries the disposition ledger as scalar attributes (for TraceQL and span metrics) and as
 one event per row (for trace UIs).
 """
 
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
-from opentelemetry.trace import NonRecordingSpan, SpanKind, Tracer
+from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Tracer
 
 from ..ledger import LedgerRow
 from . import names
@@ -81,16 +82,21 @@ class DispositionSpanProcessor(SpanProcessor):
         if source is None:
             return
         try:
-            self._emit(span, source())
+            self._emit(context, span.end_time, source())
         except Exception:  # the exporter path must never reach the host
             logger.exception("context_integrity: could not emit the disposition summary span")
 
-    def _emit(self, run_span: ReadableSpan, summary: RunSummary) -> None:
+    def emit_under(self, run_span: SpanContext, summary: RunSummary) -> None:
+        """Write the summary now, under a run span that is not ours to end. Never raises."""
+        try:
+            self._emit(run_span, None, summary)
+        except Exception:  # the exporter path must never reach the host
+            logger.exception("context_integrity: could not emit the disposition summary span")
+
+    def _emit(self, run_span: SpanContext, at: int | None, summary: RunSummary) -> None:
         if self._tracer is None:
             self._tracer = self._tracer_source()
-        assert run_span.context is not None
-        parent = trace.set_span_in_context(NonRecordingSpan(run_span.context))
-        at = run_span.end_time
+        parent = trace.set_span_in_context(NonRecordingSpan(run_span))
         span = self._tracer.start_span(
             names.DISPOSITION_SPAN,
             context=parent,

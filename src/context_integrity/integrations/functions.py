@@ -1,0 +1,170 @@
+"""The plain-function integration: ``@tool`` and ``declare_tool``.
+
+A decorated function is a tool whose every call is a :class:`~context_integrity.telemetry.run.ToolScope`:
+an ``execute_tool {name}`` span (the host's, when a framework already opened it for this call)
+whose result is judged at the write seam before the caller receives it. ``declare_tool`` declares
+a tool this application did not write, by name. Both raise only at definition, for a bad
+declaration; nothing a tool later returns makes a wrapper raise.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, ParamSpec, TypeVar, overload
+
+from ..contracts import ToolContract, define_contract
+from ..telemetry.emit import record_internal_error
+from ..telemetry.run import ToolScope
+from ..telemetry.setup import CONTRACTS
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _open_call(contract: ToolContract, arguments: Callable[[], Mapping[str, Any]]) -> ToolScope | None:
+    try:
+        return ToolScope(contract, arguments)
+    except Exception as ours:
+        record_internal_error(None, "opening a tool span", ours)
+        return None
+
+
+def _binder(
+    fn: Callable[..., Any],
+) -> Callable[[tuple[Any, ...], dict[str, Any]], Callable[[], Mapping[str, Any]]]:
+    """Arguments by parameter name, bound only if a check asks for them."""
+    try:
+        signature: inspect.Signature | None = inspect.signature(fn)
+    except (TypeError, ValueError):
+        signature = None
+
+    def bind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Callable[[], Mapping[str, Any]]:
+        def arguments() -> Mapping[str, Any]:
+            if signature is None:
+                return dict(kwargs)
+            try:
+                bound = signature.bind_partial(*args, **kwargs)
+            except TypeError:
+                return dict(kwargs)
+            out: dict[str, Any] = {}
+            for key, value in bound.arguments.items():
+                kind = signature.parameters[key].kind
+                if kind is inspect.Parameter.VAR_KEYWORD and isinstance(value, Mapping):
+                    out.update(value)
+                elif key not in ("self", "cls"):
+                    out[key] = value
+            return out
+
+        return arguments
+
+    return bind
+
+
+def declare_tool(
+    name: str,
+    *,
+    result_columns: object = None,
+    arguments_from: object = None,
+    input_schema: Mapping[str, Any] | None = None,
+    description: str | None = None,
+) -> ToolContract:
+    """Declare the contract of a tool this application did not write (a framework or MCP tool).
+
+    Raises :class:`~context_integrity.DeclarationError` naming the tool, the field
+    and the fix when a declaration cannot be honoured.
+    """
+    contract = define_contract(
+        name,
+        description=description,
+        result_columns=result_columns,
+        arguments_from=arguments_from,
+        input_schema=input_schema,
+    )
+    CONTRACTS.declare(contract)
+    return contract
+
+
+def _first_line(doc: str | None) -> str | None:
+    if not doc:
+        return None
+    stripped = inspect.cleandoc(doc).strip()
+    return stripped.splitlines()[0] if stripped else None
+
+
+@overload
+def tool(fn: Callable[P, R], /) -> Callable[P, R]: ...
+@overload
+def tool(
+    fn: None = None,
+    /,
+    *,
+    result_columns: object = None,
+    arguments_from: object = None,
+    name: str | None = None,
+    description: str | None = None,
+    input_schema: Mapping[str, Any] | None = None,
+) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
+def tool(
+    fn: Callable[P, R] | None = None,
+    /,
+    *,
+    result_columns: object = None,
+    arguments_from: object = None,
+    name: str | None = None,
+    description: str | None = None,
+    input_schema: Mapping[str, Any] | None = None,
+) -> Callable[P, R] | Callable[[Callable[P, R]], Callable[P, R]]:
+    """Declare a tool's contract and instrument its calls (sync or async).
+
+    ``result_columns`` says what its rows contain; ``arguments_from`` names the
+    tools whose results its arguments come from. A bad declaration raises
+    :class:`~context_integrity.DeclarationError` here, at definition; nothing
+    the tool later returns can make the wrapper raise.
+    """
+
+    def decorate(target: Callable[P, R]) -> Callable[P, R]:
+        contract = declare_tool(
+            name or str(getattr(target, "__name__", "")),
+            result_columns=result_columns,
+            arguments_from=arguments_from,
+            input_schema=input_schema,
+            description=description or _first_line(getattr(target, "__doc__", None)),
+        )
+        bind = _binder(target)
+
+        if inspect.iscoroutinefunction(target):
+            async_target: Callable[..., Awaitable[Any]] = target
+
+            @functools.wraps(target)
+            async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+                call = _open_call(contract, bind(args, kwargs))
+                if call is None:
+                    return await async_target(*args, **kwargs)
+                try:
+                    result = await async_target(*args, **kwargs)
+                except BaseException as error:
+                    call.fail(error)
+                    raise
+                return call.finish(result)
+
+            async_wrapper.contract = contract  # type: ignore[attr-defined]
+            return async_wrapper  # type: ignore[return-value]
+
+        @functools.wraps(target)
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            call = _open_call(contract, bind(args, kwargs))
+            if call is None:
+                return target(*args, **kwargs)
+            try:
+                result = target(*args, **kwargs)
+            except BaseException as error:
+                call.fail(error)
+                raise
+            return call.finish(result)  # type: ignore[no-any-return]
+
+        wrapper.contract = contract  # type: ignore[attr-defined]
+        return wrapper
+
+    return decorate(fn) if fn is not None else decorate

@@ -1,0 +1,214 @@
+"""Emission: what we put on a span — findings, external-ground excusals, our own failures.
+
+Written once for every kind of span (a run, a model call, a tool call; ours or a host's we
+adopted), so the three say the same thing the same way. Everything that leaves here passes
+:func:`clipped`: no string longer than ``limits.MAX_ATTRIBUTE_CHARS`` is ever exported, whatever
+a tool named itself or returned.
+
+Findings go on the span BEFORE it ends: the Python SDK drops events added to an ended span.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry import trace
+from opentelemetry.trace import Span, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
+
+from ..findings import Finding, kinds_of
+from ..limits import MAX_ATTRIBUTE_CHARS
+from ..protocol import ExternalGrounding
+from ..text import bounded_json, clip, render_value
+from . import names
+from .attributes import finding_attributes
+
+if TYPE_CHECKING:
+    from ..judge import RunJudge
+    from .setup import Instrumentation
+
+logger = logging.getLogger("context_integrity")
+
+# An ERROR status description is read by people in a trace UI, not parsed: a line, not a page.
+_MAX_STATUS_CHARS = 256
+
+
+def clipped(attributes: Mapping[str, Any]) -> dict[str, AttributeValue]:
+    """The attributes with every string, and every string in a sequence, cut to the bound."""
+    out: dict[str, AttributeValue] = {}
+    for key, value in attributes.items():
+        if isinstance(value, str):
+            out[key] = clip(value, MAX_ATTRIBUTE_CHARS)
+        elif isinstance(value, (list, tuple)):
+            out[key] = [clip(v, MAX_ATTRIBUTE_CHARS) if isinstance(v, str) else v for v in value]
+        else:
+            out[key] = value
+    return out
+
+
+# Which of our own failures were already logged with a traceback: a bug that fires on every call
+# must put its traceback in the log once, not once per call. Every occurrence is still recorded
+# on its span.
+_LOGGED_FAILURES: set[tuple[str, str]] = set()
+_MAX_LOGGED_FAILURES = 256
+
+
+def record_internal_error(span: Span | None, where: str, error: BaseException) -> None:
+    """Log our own failure and put it on the record; the host never sees it."""
+    key = (where, type(error).__qualname__)
+    if key not in _LOGGED_FAILURES and len(_LOGGED_FAILURES) < _MAX_LOGGED_FAILURES:
+        _LOGGED_FAILURES.add(key)
+        logger.error(
+            "context_integrity: %s failed: %r (the agent was not affected; repeats are logged at debug)",
+            where,
+            error,
+            exc_info=error,
+        )
+    else:
+        logger.debug("context_integrity: %s failed again: %r", where, error)
+    if span is None:
+        return
+    with contextlib.suppress(Exception):
+        span.add_event(
+            names.INTERNAL_ERROR_EVENT,
+            clipped({names.INTERNAL_ERROR_WHERE: where, names.INTERNAL_ERROR_TYPE: type(error).__qualname__}),
+        )
+
+
+def record_judge_errors(span: Span | None, judge: RunJudge | None) -> None:
+    """Put the failures the judge caught inside its checks on the span they happened under."""
+    if judge is None:
+        return
+    for problem in judge.internal_errors:
+        record_internal_error(span, f"check {problem.where}", problem.error)
+    judge.internal_errors.clear()
+
+
+def mark_error(span: Span, error: BaseException) -> None:
+    """Put an exception that ended an operation on its span: event, ERROR status, ``error.type``."""
+    span.record_exception(error)
+    span.set_status(Status(StatusCode.ERROR, clip(str(error) or type(error).__name__, _MAX_STATUS_CHARS)))
+    span.set_attribute(names.ERROR_TYPE, clip(type(error).__qualname__, MAX_ATTRIBUTE_CHARS))
+
+
+def mark_refused(span: Span) -> None:
+    """Enforce replaced a tool's result: the call is an error, of our own ``error.type``."""
+    span.set_status(Status(StatusCode.ERROR, "result rejected by context_integrity"))
+    span.set_attribute(names.ERROR_TYPE, names.ERROR_RESULT_REJECTED)
+
+
+def content(value: object) -> str:
+    """Opt-in content for a ``gen_ai.*`` attribute: bounded JSON, never the whole payload."""
+    try:
+        text = bounded_json(value, MAX_ATTRIBUTE_CHARS)
+    except Exception:
+        text = render_value(value, MAX_ATTRIBUTE_CHARS)
+    return clip(text, MAX_ATTRIBUTE_CHARS)
+
+
+def set_content(span: Span, key: str, value: object, *, owned: bool) -> None:
+    """Opt-in content on a span; on a host's span, never over an attribute the host already set."""
+    if not owned and key in (getattr(span, "attributes", None) or {}):
+        return
+    span.set_attribute(key, content(value))
+
+
+def subject_tool(finding: Finding) -> str | None:
+    """The tool a finding is about, when it names one."""
+    for subject in finding.subjects:
+        if subject.kind == "tool":
+            return subject.id
+    return None
+
+
+class SpanEmitter:
+    """Everything we put on one span, and the span-level summary of its findings.
+
+    ``count`` and ``kinds`` accumulate over the span's life, so the summary attributes
+    (which Tempo's span metrics and TraceQL select on) always cover every finding on it.
+    """
+
+    __slots__ = ("count", "inst", "kinds", "span")
+
+    def __init__(self, span: Span, inst: Instrumentation | None) -> None:
+        self.span = span
+        self.inst = inst
+        self.count = 0
+        self.kinds: list[str] = []
+
+    def findings(
+        self,
+        found: Sequence[Finding],
+        *,
+        tool_name: str | None = None,
+        call_id: str | None = None,
+        call_ids: Sequence[str | None] = (),
+    ) -> None:
+        """One event per finding (and a counter increment, and optionally a log record).
+
+        ``tool_name`` when the span is one tool's call; otherwise each finding names its own
+        tool. ``call_ids[i]`` is the call the i-th finding is about, else ``call_id``.
+        """
+        if not found:
+            return
+        for index, finding in enumerate(found):
+            tool = tool_name if tool_name is not None else subject_tool(finding)
+            about = call_ids[index] if index < len(call_ids) else call_id
+            attributes = clipped(finding_attributes(finding, tool_name=tool, call_id=about))
+            self.span.add_event(names.FINDING_EVENT, attributes)
+            if self.inst is not None:
+                self._count(finding, tool)
+                if self.inst.event_logger is not None:
+                    self._log_event(finding, attributes)
+        self.count += len(found)
+        for kind in kinds_of(found):
+            if kind not in self.kinds:
+                self.kinds.append(kind)
+        self.span.set_attribute(names.FINDINGS_COUNT, self.count)
+        self.span.set_attribute(names.FINDINGS_KINDS, list(self.kinds))
+
+    def excusals(self, excusals: Sequence[ExternalGrounding]) -> None:
+        """One event per argument the application's external grounds vouched for."""
+        for excusal in excusals:
+            self.span.add_event(
+                names.EXTERNAL_GROUND_EVENT,
+                clipped(
+                    {
+                        names.GEN_AI_TOOL_NAME: excusal.tool_name,
+                        names.GEN_AI_TOOL_CALL_ID: excusal.call_id,
+                        names.EXTERNAL_GROUND_PATH: excusal.path,
+                        names.EXTERNAL_GROUND_VALUE: excusal.value,
+                        names.EXTERNAL_GROUND_SOURCE: excusal.source,
+                    }
+                ),
+            )
+
+    def _count(self, finding: Finding, tool: str | None) -> None:
+        assert self.inst is not None
+        self.inst.findings_counter.add(
+            1,
+            clipped(
+                {
+                    names.METRIC_KIND: finding.kind,
+                    names.METRIC_SEAM: finding.seam,
+                    names.METRIC_TOOL: tool or "",
+                    names.METRIC_ADVISORY: finding.advisory,
+                }
+            ),
+        )
+
+    def _log_event(self, finding: Finding, attributes: dict[str, AttributeValue]) -> None:
+        from opentelemetry._logs import SeverityNumber
+
+        assert self.inst is not None and self.inst.event_logger is not None
+        self.inst.event_logger.emit(
+            body=clip(finding.message, MAX_ATTRIBUTE_CHARS),
+            attributes=attributes,
+            event_name=names.FINDING_LOG_EVENT_NAME,
+            context=trace.set_span_in_context(self.span),
+            severity_number=SeverityNumber.INFO if finding.advisory else SeverityNumber.WARN,
+            severity_text="INFO" if finding.advisory else "WARN",
+        )

@@ -1,0 +1,466 @@
+"""Run and call lifecycle: :class:`Run`, :class:`ModelCall` and :class:`ToolScope`.
+
+A run is an ``invoke_agent {agent}`` span with its judge and ledger; a model call is a ``chat
+{model}`` span judged at the compose and choice seams; a tool call is an ``execute_tool {tool}``
+span judged at the write seam. Each adopts the host's span where the host opened one
+(:mod:`.spans`) and puts what it finds on it through :mod:`.emit`. Every run ends with exactly one
+``context_integrity.disposition`` summary span under its run span: the span processor writes it
+when a run span of ours ends; for a host's run span, adopted, :class:`Run` writes it when it ends.
+
+Never break the host: every piece of our own work on the call path is wrapped, logged and
+recorded; the only exceptions that leave here are the caller's own, unchanged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.trace import Span, SpanKind
+from opentelemetry.util.types import AttributeValue
+
+from ..contracts import ToolContract, define_contract
+from ..findings import Finding
+from ..judge import Dials, RunJudge
+from ..ledger import LedgerRow
+from ..limits import MAX_PENDING_CALL_IDS
+from ..protocol import ExternalGrounding, ModelResponse, RequestFrame, ToolCall
+from . import names
+from .emit import SpanEmitter, content, mark_refused, record_internal_error, record_judge_errors, set_content
+from .processor import RunSummary
+from .setup import CONTRACTS, Instrumentation, current
+from .spans import AGENT, CHAT, TOOL, HeldSpan, adopt_or_start, find_host_span, tool_call_id_of, tracer_of
+
+_current_run: contextvars.ContextVar[Run | None] = contextvars.ContextVar(
+    "context_integrity_run", default=None
+)
+
+_DEFAULT_DIALS = Dials()
+
+
+def current_run() -> Run | None:
+    """The run open in this context, if any."""
+    return _current_run.get()
+
+
+class ToolScope:
+    """One tool call in flight: its span (ours or the host's), its judge and its call id.
+
+    ``host_span`` is the host's ``execute_tool`` span when an integration holds it; without it
+    the current span is adopted when it is the host's span for this very tool.
+    """
+
+    __slots__ = ("_held", "arguments", "call_id", "contract", "emitter", "inst", "judge", "span")
+
+    def __init__(
+        self,
+        contract: ToolContract,
+        arguments: Callable[[], Mapping[str, Any]],
+        *,
+        run: Run | None = None,
+        call_id: str | None = None,
+        host_span: Span | None = None,
+    ) -> None:
+        self.contract = contract
+        self.arguments = arguments
+        self.inst = inst = current()
+        run = run if run is not None else _current_run.get()
+        dials = inst.dials if inst is not None else _DEFAULT_DIALS
+        # The host's span is found first: its own call id is preferred to one we would make up,
+        # and the id is one of the attributes a span of ours starts with.
+        adopted = find_host_span(TOOL, tool_name=contract.name, span=host_span)
+        given = call_id or (tool_call_id_of(adopted) if adopted is not None else None)
+        if run is not None and run.judge is not None:
+            self.judge = run.judge
+            self.call_id = run.take_call_id(contract.name, given)
+        else:
+            self.judge = RunJudge(CONTRACTS, dials, with_ledger=False)
+            self.call_id = given or f"call_{uuid.uuid4().hex[:12]}"
+        self._held = held = adopt_or_start(
+            TOOL,
+            names.tool_span_name(contract.name),
+            tracer=tracer_of(inst),
+            kind=SpanKind.INTERNAL,
+            attributes={
+                names.GEN_AI_OPERATION_NAME: names.OPERATION_EXECUTE_TOOL,
+                names.GEN_AI_TOOL_NAME: contract.name,
+                names.GEN_AI_TOOL_CALL_ID: self.call_id,
+                names.GEN_AI_TOOL_TYPE: names.TOOL_TYPE_FUNCTION,
+            },
+            host=adopted,
+            tool_name=contract.name,
+        )
+        self.span = held.span
+        self.emitter = SpanEmitter(held.span, inst)
+
+    def fail(self, error: BaseException) -> None:
+        """The tool itself raised: record it, end the span; the caller re-raises it unchanged."""
+        try:
+            self._held.end(error)
+        except Exception as ours:
+            record_internal_error(None, "recording a tool's exception", ours)
+
+    def finish(self, result: Any) -> Any:
+        """Judge the result, attach findings, end the span, and return what the caller receives."""
+        delivered = result
+        try:
+            self._held.detach()
+            verdict = self.judge.judge_tool_result(
+                self.contract.name, self.call_id, result, arguments=self.arguments
+            )
+            record_judge_errors(self.span, self.judge)
+            self.emitter.findings(verdict.findings, tool_name=self.contract.name, call_id=self.call_id)
+            if self.inst is not None and self.inst.capture_content:
+                owned = self._held.owned
+                set_content(self.span, names.GEN_AI_TOOL_CALL_ARGUMENTS, dict(self.arguments()), owned=owned)
+                set_content(self.span, names.GEN_AI_TOOL_CALL_RESULT, result, owned=owned)
+            if verdict.refusal is not None:
+                delivered = verdict.refusal
+                mark_refused(self.span)
+        except Exception as ours:
+            record_internal_error(self.span, "judging a tool result", ours)
+            delivered = result
+        finally:
+            try:
+                self._held.end()
+            except Exception as ours:
+                record_internal_error(None, "ending a tool span", ours)
+        return delivered
+
+
+class Run:
+    """One agent run: the ``invoke_agent`` span, its judge and its ledger.
+
+    Use as ``with ci.run(question, agent_name=...) as run:`` or ``async with``.
+    Whatever the block does, the run span ends exactly once (when it is ours) and exactly one
+    disposition summary is written under it.
+
+    ``host_span`` is the host's own run span when an integration holds it; without it the
+    current span is adopted when it is a host's ``invoke_agent`` (or OpenInference AGENT) span.
+    """
+
+    def __init__(
+        self,
+        question: str | None = None,
+        *,
+        agent_name: str = "agent",
+        conversation_id: str | None = None,
+        host_span: Span | None = None,
+    ):
+        self.question = question
+        self.agent_name = agent_name
+        self.conversation_id = conversation_id
+        self.judge: RunJudge | None = None
+        self.outcome = "open"
+        self.span: Span | None = None
+        self._host_span = host_span
+        self._held: HeldSpan | None = None
+        self._inst: Instrumentation | None = None
+        self._run_token: contextvars.Token[Run | None] | None = None
+        self._pending_call_ids: dict[str, list[str]] = {}
+
+    @property
+    def adopted(self) -> bool:
+        """Whether the run span is the host's (enriched, never ended by us)."""
+        return self._held is not None and not self._held.owned
+
+    # ── lifecycle ──────────────────────────────────────────────────────
+    def _start(self) -> None:
+        try:
+            self._inst = inst = current()
+            dials = inst.dials if inst is not None else _DEFAULT_DIALS
+            self.judge = RunJudge(CONTRACTS, dials)
+            self.judge.begin()
+            attributes: dict[str, AttributeValue] = {
+                names.GEN_AI_OPERATION_NAME: names.OPERATION_INVOKE_AGENT,
+                names.GEN_AI_AGENT_NAME: self.agent_name,
+            }
+            if self.conversation_id:
+                attributes[names.GEN_AI_CONVERSATION_ID] = self.conversation_id
+            if inst is not None and inst.capture_content and self.question is not None:
+                attributes[names.GEN_AI_INPUT_MESSAGES] = content(
+                    [{"role": "user", "content": self.question}]
+                )
+            self._held = held = adopt_or_start(
+                AGENT,
+                names.run_span_name(self.agent_name),
+                tracer=tracer_of(inst),
+                kind=SpanKind.INTERNAL,
+                attributes=attributes,
+                host=self._host_span,
+            )
+            self.span = span = held.span
+            if held.owned and inst is not None and inst.processor is not None and span.is_recording():
+                inst.processor.expect(span.get_span_context().span_id, self.summary)
+            self._run_token = _current_run.set(self)
+        except Exception as ours:
+            record_internal_error(self.span, "opening a run", ours)
+
+    def _end(self, error: BaseException | None) -> None:
+        if error is None:
+            self.outcome = "ok"
+        elif isinstance(error, (KeyboardInterrupt, SystemExit)) or type(error).__name__ == "CancelledError":
+            self.outcome = "cancelled"
+        else:
+            self.outcome = "error"
+        token, self._run_token = self._run_token, None
+        if token is not None:
+            # Reset from another context (a task that outlived its run): nothing to restore there.
+            with contextlib.suppress(Exception):
+                _current_run.reset(token)
+        held = self._held
+        if held is None:
+            return
+        try:
+            if not held.owned:
+                # The host ends its own run span, later and out of our sight: the summary goes
+                # under it now, while this run's ledger is final.
+                self._emit_summary_under(held.span)
+            held.end(error)
+        except Exception as ours:
+            record_internal_error(None, "ending a run", ours)
+
+    def _emit_summary_under(self, span: Span) -> None:
+        inst = self._inst
+        if inst is not None and inst.processor is not None:
+            inst.processor.emit_under(span.get_span_context(), self.summary())
+
+    def __enter__(self) -> Run:
+        self._start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._end(exc)
+
+    async def __aenter__(self) -> Run:
+        self._start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._end(exc)
+
+    # ── reading the run ────────────────────────────────────────────────
+    def ledger(self) -> list[LedgerRow]:
+        """The disposition ledger as it stands (fresh rows)."""
+        return self.judge.report() if self.judge is not None else []
+
+    @property
+    def findings(self) -> list[Finding]:
+        """Every finding filed in this run (first sighting of each defect)."""
+        return list(self.judge.findings) if self.judge is not None else []
+
+    @property
+    def trace_id(self) -> str | None:
+        if self.span is None:
+            return None
+        return format(self.span.get_span_context().trace_id, "032x")
+
+    def summary(self) -> RunSummary:
+        judge = self.judge
+        ledger = judge.ledger if judge is not None else None
+        rows = ledger.report() if ledger is not None else []
+        totals = ledger.totals() if ledger is not None else {}
+        return RunSummary(
+            rows=rows,
+            totals=totals,
+            posture=judge.dials.posture if judge is not None else "observe",
+            work_existed=judge.work_existed if judge is not None else False,
+            outcome=self.outcome,
+        )
+
+    # ── the loop protocol ──────────────────────────────────────────────
+    def request(
+        self, frame: RequestFrame, *, model: str | None = None, host_span: Span | None = None
+    ) -> ModelCall:
+        """Report an assembled request (the compose seam); returns the open model call.
+
+        Use as ``with run.request(frame) as call: ... call.respond(response)``,
+        or call :meth:`ModelCall.respond` without the ``with``; either way the
+        ``chat`` span ends exactly once. ``host_span`` is the host's own model-call span, when an
+        integration holds it.
+        """
+        return ModelCall(self, frame, model or frame.model or "model", host_span=host_span)
+
+    def tool_result(
+        self,
+        tool_name: str,
+        call_id: str | None,
+        result: object,
+        *,
+        arguments: Mapping[str, Any] | None = None,
+        host_span: Span | None = None,
+    ) -> Any:
+        """Report the result of a tool this application did not decorate (the write seam).
+
+        Returns what the model should read: the result itself, or the refusal
+        sentence when ``check_column_types="enforce"`` refused it.
+        """
+        try:
+            contract = CONTRACTS.get(tool_name) or define_contract(tool_name)
+        except Exception as ours:
+            record_internal_error(self.span, "reporting a tool result", ours)
+            return result
+        args = dict(arguments or {})
+        try:
+            call = ToolScope(contract, lambda: args, run=self, call_id=call_id, host_span=host_span)
+        except Exception as ours:
+            record_internal_error(self.span, "opening a tool span", ours)
+            return result
+        return call.finish(result)
+
+    def answer(self, text: str) -> None:
+        """Report the final answer (the claim seam). Its checks are not built yet; their rows say so."""
+        try:
+            held = self._held
+            if self._inst is not None and self._inst.capture_content and held is not None:
+                set_content(
+                    held.span,
+                    names.GEN_AI_OUTPUT_MESSAGES,
+                    [{"role": "assistant", "content": text}],
+                    owned=held.owned,
+                )
+            if self.judge is not None:
+                self.judge.note_work()
+        except Exception as ours:
+            record_internal_error(self.span, "reporting the answer", ours)
+
+    # ── call ids ───────────────────────────────────────────────────────
+    def expect_call(self, tool_name: str, call_id: str) -> None:
+        """Tell the run the id the model gave a call, so the tool span carries it."""
+        pending = self._pending_call_ids.setdefault(tool_name, [])
+        pending.append(call_id)
+        # Calls the application never executes leave their ids here; keep the newest only.
+        del pending[:-MAX_PENDING_CALL_IDS]
+
+    def take_call_id(self, tool_name: str, given: str | None = None) -> str:
+        """The id of the next call of ``tool_name``: ``given`` if the caller knows it, else the
+        oldest id the model gave a call of that name, else a fresh one.
+
+        A given id that the model announced is settled here too, so it can never be handed to a
+        later call of the same tool.
+        """
+        pending = self._pending_call_ids.get(tool_name)
+        if given:
+            if pending and given in pending:
+                pending.remove(given)
+            return given
+        if pending:
+            return pending.pop(0)
+        assert self.judge is not None
+        return self.judge.next_call_id(tool_name)
+
+
+class ModelCall:
+    """One model call in flight: a ``chat {model}`` span judged at the compose and choice seams.
+
+    The span is the host's own model-call span where there is one (``host_span``, or the current
+    span when it is a host's ``chat`` / OpenInference LLM span); else ours, under the run span.
+    """
+
+    def __init__(
+        self, agent_run: Run, frame: RequestFrame, model: str, *, host_span: Span | None = None
+    ) -> None:
+        self.run = agent_run
+        self.frame = frame
+        self.model = model
+        self.span: Span | None = None
+        self.findings: list[Finding] = []
+        self.excusals: list[ExternalGrounding] = []
+        self._ended = False
+        self._held: HeldSpan | None = None
+        self._emitter: SpanEmitter | None = None
+        try:
+            inst = agent_run._inst
+            parent = trace.set_span_in_context(agent_run.span) if agent_run.span is not None else None
+            self._held = held = adopt_or_start(
+                CHAT,
+                names.chat_span_name(model),
+                tracer=tracer_of(inst),
+                kind=SpanKind.CLIENT,
+                attributes={
+                    names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT,
+                    names.GEN_AI_REQUEST_MODEL: model,
+                },
+                host=host_span,
+                parent=parent,
+                activate=False,
+            )
+            self.span = held.span
+            self._emitter = SpanEmitter(held.span, inst)
+            if agent_run.judge is not None:
+                found = agent_run.judge.judge_request(frame)
+                # A request is about no call yet: each finding names its own consumer tool.
+                self._file(found)
+        except Exception as ours:
+            record_internal_error(self.span, "judging a request", ours)
+
+    def _file(self, found: Sequence[Finding], call_ids: Sequence[str | None] = ()) -> None:
+        record_judge_errors(self.span, self.run.judge)
+        if found and self._emitter is not None:
+            self.findings.extend(found)
+            self._emitter.findings(found, call_ids=call_ids)
+
+    def respond(
+        self,
+        response: ModelResponse | None = None,
+        *,
+        calls: Sequence[ToolCall] = (),
+        text: str | None = None,
+    ) -> None:
+        """Report the response (the choice seam) and end the ``chat`` span."""
+        if self._ended:
+            return
+        try:
+            reply = response if response is not None else ModelResponse(calls=tuple(calls), text=text)
+            for call in reply.calls:
+                self.run.expect_call(call.name, call.call_id)
+            judge = self.run.judge
+            if judge is not None:
+                verdict = judge.judge_response(self.frame, reply)
+                self._file(verdict.findings, verdict.call_ids)
+                self.excusals.extend(verdict.excusals)
+                if self._emitter is not None:
+                    self._emitter.excusals(verdict.excusals)
+        except Exception as ours:
+            record_internal_error(self.span, "judging a response", ours)
+        finally:
+            self.end()
+
+    def end(self, error: BaseException | None = None) -> None:
+        if self._ended:
+            return
+        self._ended = True
+        if self._held is None:
+            return
+        try:
+            self._held.end(error)
+        except Exception as ours:
+            record_internal_error(None, "ending a chat span", ours)
+
+    def __enter__(self) -> ModelCall:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.end(exc)
+
+
+def run(
+    question: str | None = None,
+    *,
+    agent_name: str = "agent",
+    conversation_id: str | None = None,
+    host_span: Span | None = None,
+) -> Run:
+    """Open an agent run: ``with ci.run(question, agent_name="triage") as run: ...``."""
+    return Run(question, agent_name=agent_name, conversation_id=conversation_id, host_span=host_span)
