@@ -27,7 +27,7 @@ from opentelemetry.trace import Span, SpanKind, Tracer
 from opentelemetry.util.types import AttributeValue
 
 from . import names
-from .emit import mark_error
+from .emit import clipped, mark_error
 
 if TYPE_CHECKING:
     from .setup import Instrumentation
@@ -178,6 +178,6 @@ def adopt_or_start(
         if activate and trace.get_current_span() is not adopted:
             token = otel_context.attach(trace.set_span_in_context(adopted))
         return HeldSpan(adopted, owned=False, token=token)
-    span = tracer.start_span(name, context=parent, kind=kind, attributes=attributes)
+    span = tracer.start_span(name, context=parent, kind=kind, attributes=clipped(attributes))
     token = otel_context.attach(trace.set_span_in_context(span)) if activate else None
     return HeldSpan(span, owned=True, token=token)
