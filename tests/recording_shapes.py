@@ -4,7 +4,7 @@ The recording tests write these through the SDK (a private ``TracerProvider``,
 never the global one) into the OTLP/JSON-lines exporters and read them back.
 Every name comes from ``telemetry.names``; every ledger row from
 ``DispositionLedger().report()``; finding, row and summary attributes from the
-instrumentation's own ``telemetry.attributes`` — so the reader is proven
+instrumentation's own ``telemetry.schema`` — so the reader is proven
 against exactly what the library writes.
 """
 
@@ -25,12 +25,12 @@ from opentelemetry.util.types import AttributeValue
 from context_integrity.findings import CHECKED_FAIL, CHECKED_PASS, NOT_APPLICABLE, Finding, Subject, Witness
 from context_integrity.ledger import REGISTERED_CHECKS, DispositionLedger, LedgerRow
 from context_integrity.telemetry import names
-from context_integrity.telemetry.attributes import (
+from context_integrity.telemetry.file_export import OtlpJsonLinesMetricExporter, OtlpJsonLinesSpanExporter
+from context_integrity.telemetry.schema import (
     finding_attributes,
     row_event_attributes,
     summary_attributes,
 )
-from context_integrity.telemetry.file_export import OtlpJsonLinesMetricExporter, OtlpJsonLinesSpanExporter
 
 
 def witness_expectation(witness: Witness) -> dict[str, object]:

@@ -50,8 +50,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from context_integrity.recording import (
-    RECORDING_ENV_VAR,
+from context_integrity.paths import RECORDING_ENV_VAR
+from context_integrity.recording.otlp_json import (
     RESOURCE_LOGS,
     RESOURCE_METRICS,
     RESOURCE_SPANS,

@@ -34,22 +34,16 @@ from opentelemetry.sdk.metrics.export import AggregationTemporality, PeriodicExp
 from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from context_integrity import recording as rec
 from context_integrity.findings import Finding
 from context_integrity.ledger import REGISTERED_CHECKS, ROW_FIELDS, DispositionLedger
-from context_integrity.recording import (
-    RECORDING_ENV_VAR,
-    RECORDING_FILE_NAME,
-    RESOURCE_KEYS,
-    FindingRecord,
-    Recording,
-    default_recording_path,
-    format_report,
-    read_recording,
-    read_recording_text,
-)
+from context_integrity.paths import RECORDING_ENV_VAR, RECORDING_FILE_NAME, default_recording_path
+from context_integrity.recording import FindingRecord, Recording, read_recording, read_recording_text
+from context_integrity.recording import otlp_json as otlp
+from context_integrity.report import format_report
+from context_integrity.report import text as report_text
 from context_integrity.telemetry import names
 from context_integrity.telemetry.file_export import OtlpJsonLinesMetricExporter, OtlpJsonLinesSpanExporter
+from context_integrity.telemetry.schema import COUNT_FIELDS
 from recording_shapes import (
     AGENT,
     LOOKUP_FINDING,
@@ -103,9 +97,9 @@ def test_round_trip_reads_one_run_with_the_sdk_ids_in_hex(scenario: Scenario, re
     assert len(read.runs) == 1
     run = read.runs[0]
     assert run.trace_id == scenario.trace_id
-    assert len(run.trace_id) == rec.TRACE_ID_HEX_CHARS
+    assert len(run.trace_id) == otlp.TRACE_ID_HEX_CHARS
     assert run.span_id == scenario.run_span_id
-    assert len(run.span_id) == rec.SPAN_ID_HEX_CHARS
+    assert len(run.span_id) == otlp.SPAN_ID_HEX_CHARS
     assert run.parent_span_id is None
     assert run.agent == AGENT
     assert run.name == names.run_span_name(AGENT)
@@ -388,7 +382,7 @@ def test_json_without_any_otlp_key_is_a_problem_listing_its_keys() -> None:
     assert len(recording.problems) == 1
     problem = recording.problems[0]
     assert problem.startswith("line 1: no ") and "resource_spans" in problem
-    assert all(key in problem for key in RESOURCE_KEYS)
+    assert all(key in problem for key in otlp.RESOURCE_KEYS)
 
 
 def test_json_that_is_not_an_object_is_a_problem() -> None:
@@ -398,7 +392,7 @@ def test_json_that_is_not_an_object_is_a_problem() -> None:
 def test_unknown_fields_beside_known_ones_are_ignored(scenario_lines: list[str]) -> None:
     document = json.loads(_one_line(scenario_lines))
     document["somethingNew"] = {"x": 1}
-    span = document[rec.RESOURCE_SPANS][0]["scopeSpans"][0]["spans"][0]
+    span = document[otlp.RESOURCE_SPANS][0]["scopeSpans"][0]["spans"][0]
     span["futureField"] = [1]
     del span["parentSpanId"]  # a root tool call, so the line stands on its own
     recording = read_recording_text([json.dumps(document)])
@@ -408,18 +402,18 @@ def test_unknown_fields_beside_known_ones_are_ignored(scenario_lines: list[str])
 
 def test_a_span_with_a_broken_id_is_skipped_and_named(scenario_lines: list[str]) -> None:
     document = json.loads(_one_line(scenario_lines))
-    document[rec.RESOURCE_SPANS][0]["scopeSpans"][0]["spans"][0]["traceId"] = "xyz"
+    document[otlp.RESOURCE_SPANS][0]["scopeSpans"][0]["spans"][0]["traceId"] = "xyz"
     recording = read_recording_text([json.dumps(document) + "\n"])
     assert recording.loose_calls == []
     assert recording.problems == [
         f"line 1: span {names.tool_span_name(LOOKUP_TOOL)!r} skipped: traceId 'xyz' is not a "
-        f"{rec.TRACE_ID_HEX_CHARS}-hex-digit id"
+        f"{otlp.TRACE_ID_HEX_CHARS}-hex-digit id"
     ]
 
 
 def test_an_unreadable_attribute_is_left_out_without_losing_the_span(scenario_lines: list[str]) -> None:
     document = json.loads(_one_line(scenario_lines))
-    span = document[rec.RESOURCE_SPANS][0]["scopeSpans"][0]["spans"][0]
+    span = document[otlp.RESOURCE_SPANS][0]["scopeSpans"][0]["spans"][0]
     del span["parentSpanId"]
     span["attributes"].append({"key": "odd", "value": {"intValue": "twelve"}})
     recording = read_recording_text([json.dumps(document)])
@@ -433,23 +427,23 @@ def test_an_unreadable_attribute_is_left_out_without_losing_the_span(scenario_li
 def test_a_ledger_row_with_non_integer_counts_is_reported_and_not_judged(scenario_lines: list[str]) -> None:
     summary_line = next(line for line in scenario_lines if names.DISPOSITION_SPAN in line)
     document = json.loads(summary_line)
-    span = document[rec.RESOURCE_SPANS][0]["scopeSpans"][0]["spans"][0]
+    span = document[otlp.RESOURCE_SPANS][0]["scopeSpans"][0]["spans"][0]
     first_row = next(e for e in span["events"] if e["name"] == names.DISPOSITION_ROW_EVENT)
     for attribute in first_row["attributes"]:
-        if attribute["key"] == names.row_event_attribute(rec.COUNT_FIELDS[0]):
+        if attribute["key"] == names.row_event_attribute(COUNT_FIELDS[0]):
             attribute["value"] = {"stringValue": "lots"}
     lines = [line for line in scenario_lines if line is not summary_line] + [json.dumps(document)]
     recording = read_recording_text(lines)
-    assert any(f"ledger row 0 has non-integer {rec.COUNT_FIELDS[0]}" in p for p in recording.problems)
+    assert any(f"ledger row 0 has non-integer {COUNT_FIELDS[0]}" in p for p in recording.problems)
     assert recording.runs[0].ledger is not None
-    assert recording.runs[0].ledger[0][rec.COUNT_FIELDS[0]] == "lots"
+    assert recording.runs[0].ledger[0][COUNT_FIELDS[0]] == "lots"
     format_report(recording)  # renders without raising
 
 
 def test_a_malformed_resource_list_is_a_problem() -> None:
-    recording = read_recording_text([json.dumps({rec.RESOURCE_SPANS: {"not": "a list"}})])
+    recording = read_recording_text([json.dumps({otlp.RESOURCE_SPANS: {"not": "a list"}})])
     assert recording.problems == [
-        f"line 1: {rec.RESOURCE_SPANS}: {rec.RESOURCE_SPANS} is an object, not a list"
+        f"line 1: {otlp.RESOURCE_SPANS}: {otlp.RESOURCE_SPANS} is an object, not a list"
     ]
 
 
@@ -465,7 +459,7 @@ def test_ids_written_as_base64_protobuf_json_are_accepted(scenario_lines: list[s
     import base64
 
     document = json.loads(_one_line(scenario_lines))
-    span = document[rec.RESOURCE_SPANS][0]["scopeSpans"][0]["spans"][0]
+    span = document[otlp.RESOURCE_SPANS][0]["scopeSpans"][0]["spans"][0]
     expected = span["traceId"]
     for key in ("traceId", "spanId", "parentSpanId"):
         span[key] = base64.b64encode(bytes.fromhex(span[key])).decode()
@@ -474,7 +468,7 @@ def test_ids_written_as_base64_protobuf_json_are_accepted(scenario_lines: list[s
 
 
 def test_log_lines_are_tolerated_and_counted() -> None:
-    log_line = {rec.RESOURCE_LOGS: [{"scopeLogs": [{"logRecords": [{"body": {"stringValue": "x"}}] * 2}]}]}
+    log_line = {otlp.RESOURCE_LOGS: [{"scopeLogs": [{"logRecords": [{"body": {"stringValue": "x"}}] * 2}]}]}
     recording = read_recording_text([json.dumps(log_line)])
     assert (recording.log_records, recording.problems) == (2, [])
 
@@ -502,7 +496,9 @@ def test_report_ledger_columns_line_up(read: Recording) -> None:
     lines = format_report(read).splitlines()
     header = next(i for i, line in enumerate(lines) if line.split()[:2] == list(ROW_FIELDS[:2]))
     table = lines[header : header + 1 + len(REGISTERED_CHECKS)]
-    checked_column = table[0].index(rec._column_label(ROW_FIELDS[2])) + len(rec._column_label(ROW_FIELDS[2]))
+    checked_column = table[0].index(report_text._column_label(ROW_FIELDS[2])) + len(
+        report_text._column_label(ROW_FIELDS[2])
+    )
     # Right-aligned counts end where their header ends.
     assert all(line[checked_column - 1].isdigit() for line in table[1:])
 
@@ -583,11 +579,73 @@ def test_default_path_falls_back_to_local_state(monkeypatch: pytest.MonkeyPatch,
         assert default_recording_path().parent.parent == tmp_path / ".local" / "state"
 
 
-def test_recording_module_does_not_import_opentelemetry() -> None:
-    import ast
+def _is_module(name: str) -> bool:
+    import importlib.util
 
-    tree = ast.parse(Path(rec.__file__).read_text())
-    imported = [node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)] + [
-        alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:  # the parent is a module, not a package
+        return False
+
+
+def _imports_of(module: str) -> set[str]:
+    """The modules one of ours imports, by name (relative imports resolved, ``from a import b``
+    counted as ``a.b`` when ``b`` is a module)."""
+    import ast
+    import importlib.util
+
+    spec = importlib.util.find_spec(module)
+    assert spec is not None and spec.origin is not None
+    tree = ast.parse(Path(spec.origin).read_text())
+    package = module if spec.submodule_search_locations else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{anchor}.{base}" if base else anchor
+            found.add(base)
+            for alias in node.names:
+                candidate = f"{base}.{alias.name}"
+                if base.startswith("context_integrity") and _is_module(candidate):
+                    found.add(candidate)
+    return found
+
+
+@pytest.mark.parametrize(
+    "root",
+    [
+        "context_integrity.recording",
+        "context_integrity.recording.reader",
+        "context_integrity.report",
+        "context_integrity.paths",
+        "context_integrity.telemetry.schema",
+    ],
+)
+def test_reading_back_never_imports_opentelemetry(root: str) -> None:
+    """Everything the reader and the report import, transitively within the package, is SDK-free."""
+    seen: set[str] = set()
+    pending = [root]
+    foreign: set[str] = set()
+    while pending:
+        module = pending.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        for name in _imports_of(module):
+            if name.startswith("context_integrity.") or name == "context_integrity":
+                if name != "context_integrity":  # the top-level surface is not the reader's to hold
+                    pending.append(name)
+            else:
+                foreign.add(name.partition(".")[0])
+    assert "context_integrity.telemetry.schema" in seen or root == "context_integrity.paths"
+    assert not foreign & {"opentelemetry", "google"}, sorted(foreign)
+
+
+def test_the_recording_path_is_a_leaf() -> None:
+    assert not [
+        name for name in _imports_of("context_integrity.paths") if name.startswith("context_integrity")
     ]
-    assert not [name for name in imported if "opentelemetry" in name]

@@ -48,7 +48,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         modes = ("warn", "enforce") if args.mode == "both" else (args.mode,)
         return demo.main(sys.stdout, modes)
     if args.command == "report":
-        from .recording import default_recording_path, format_report, read_recording
+        from .paths import default_recording_path
+        from .recording import read_recording
+        from .report import format_report
 
         path = args.file or str(default_recording_path())
         try:

@@ -43,7 +43,7 @@ from opentelemetry.sdk.metrics.view import Aggregation
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from ..recording import default_recording_path
+from ..paths import default_recording_path
 from . import names
 
 try:  # SDK >= 1.39 names the log exporter interface LogRecordExporter.
@@ -61,6 +61,7 @@ __all__ = [
     "OtlpJsonLinesMetricExporter",
     "OtlpJsonLinesSpanExporter",
     "default_recording_path",
+    "spans_document",
     "to_otlp_json",
 ]
 
@@ -93,6 +94,11 @@ def to_otlp_json(request: Message) -> dict[str, Any]:
     document: dict[str, Any] = MessageToDict(request, use_integers_for_enums=True)
     _hex_ids(document)
     return document
+
+
+def spans_document(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
+    """Finished spans as one OTLP/JSON ``{"resourceSpans": [...]}`` document."""
+    return to_otlp_json(encode_spans(spans))
 
 
 def _json_line(document: dict[str, Any]) -> bytes:
@@ -182,7 +188,7 @@ class OtlpJsonLinesSpanExporter(SpanExporter):
             return SpanExportResult.SUCCESS
 
         def encode() -> dict[str, Any] | None:
-            document = to_otlp_json(encode_spans(spans))
+            document = spans_document(spans)
             return document if _has_spans(document) else None
 
         return SpanExportResult.SUCCESS if self._file.append(encode) else SpanExportResult.FAILURE

@@ -24,7 +24,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Tracer
 
 from ..ledger import LedgerRow
 from . import names
-from .attributes import row_event_attributes, summary_attributes
+from .schema import row_event_attributes, summary_attributes
 
 logger = logging.getLogger("context_integrity")
 

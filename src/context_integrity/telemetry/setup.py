@@ -40,7 +40,7 @@ from opentelemetry.sdk.trace.export import (
 from opentelemetry.trace import Tracer
 
 from ..judge import ContractBook, Dials, ExternalGroundsProvider, SetupError
-from ..recording import default_recording_path
+from ..paths import default_recording_path
 from . import names
 from .processor import DispositionSpanProcessor
 

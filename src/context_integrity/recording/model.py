@@ -1,0 +1,112 @@
+"""What a recording reads back as: runs, their calls and findings, the ledger, plain data."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ..ledger import ROW_FIELDS, LedgerRow
+from ..telemetry.schema import COUNT_FIELDS, FindingFields, is_int
+
+# Kind, seam and tool: the attribute set the findings counter is summarised by.
+FindingCountKey = tuple[str, str, str]
+
+
+@dataclass(slots=True)
+class FindingRecord(FindingFields):
+    """One ``context_integrity.finding`` event: its attributes (:class:`FindingFields`) and where it sat."""
+
+    span_name: str = ""
+    time_unix_nano: int | None = None
+    trace_id: str = ""
+    span_id: str = ""
+
+
+@dataclass(slots=True)
+class ToolCallRecord:
+    """A call span: an ``execute_tool`` span, or another span (a ``chat`` span,
+    say) that carried our events. ``operation`` says which."""
+
+    trace_id: str
+    span_id: str
+    parent_span_id: str | None
+    name: str
+    operation: str | None
+    tool_name: str | None
+    call_id: str | None
+    tool_type: str | None
+    status: str
+    status_message: str
+    start_time_unix_nano: int | None
+    end_time_unix_nano: int | None
+    error_type: str | None = None
+    # The span-level summary attributes, as recorded (None when absent).
+    findings_count: int | None = None
+    findings_kinds: list[str] = field(default_factory=list)
+    findings: list[FindingRecord] = field(default_factory=list)
+    external_grounds: list[dict[str, object]] = field(default_factory=list)
+    internal_errors: list[dict[str, object]] = field(default_factory=list)
+
+
+def row_untouched(row: Mapping[str, object]) -> bool:
+    """Whether a row read back records no encounter at all, by the ledger's own rule."""
+    if not all(is_int(row[f]) for f in COUNT_FIELDS if f in row):
+        return False  # unreadable counts are reported as a problem, not judged
+    try:
+        ledger_row = LedgerRow(**{f: row[f] for f in ROW_FIELDS if f in row})  # type: ignore[arg-type]
+    except TypeError:
+        return False
+    return not ledger_row.touched()
+
+
+@dataclass(slots=True)
+class RunRecord:
+    """One ``invoke_agent`` span with everything recorded under it.
+
+    ``ledger``, ``totals``, ``posture``, ``work_existed`` and ``outcome`` come
+    from the run's ``context_integrity.disposition`` summary span; ``ledger`` is
+    ``None`` when no summary span was recorded for the run.
+    """
+
+    trace_id: str
+    span_id: str
+    parent_span_id: str | None
+    agent: str
+    name: str
+    status: str
+    status_message: str
+    start_time_unix_nano: int | None
+    end_time_unix_nano: int | None
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    # Non-tool spans in the run that carried our events (chat spans with findings).
+    other_calls: list[ToolCallRecord] = field(default_factory=list)
+    findings: list[FindingRecord] = field(default_factory=list)
+    internal_errors: list[dict[str, object]] = field(default_factory=list)
+    ledger: list[dict[str, object]] | None = None
+    totals: dict[str, int] = field(default_factory=dict)
+    posture: str | None = None
+    work_existed: bool | None = None
+    outcome: str | None = None
+
+    def never_ran(self) -> list[dict[str, object]]:
+        """Ledger rows that read all-zero although the run says work existed."""
+        if not self.work_existed or not self.ledger:
+            return []
+        return [row for row in self.ledger if row_untouched(row)]
+
+
+@dataclass(slots=True)
+class Recording:
+    """Everything read from one recording."""
+
+    runs: list[RunRecord] = field(default_factory=list)
+    loose_calls: list[ToolCallRecord] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    # Latest value of the findings counter per (kind, seam, tool), summed over
+    # every other attribute (advisory, the process that wrote it).
+    finding_counts: dict[FindingCountKey, int] = field(default_factory=dict)
+    lines: int = 0
+    spans: int = 0
+    metric_points: int = 0
+    log_records: int = 0
+    source: str | None = None

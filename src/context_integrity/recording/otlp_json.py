@@ -1,0 +1,159 @@
+"""A tolerant reader of OTLP/JSON: the protocol's own field names and value shapes.
+
+What the OpenTelemetry Collector's ``file`` exporter writes, and what our local
+exporters append: one ``{"resourceSpans" | "resourceMetrics" | "resourceLogs": [...]}``
+object per line. Every helper here either returns a plain Python value or raises
+:class:`Malformed` naming what it expected, so the reader can report a broken
+piece and keep going. Ids written as base64 (plain protobuf JSON, which some
+producers emit instead of OTLP/JSON's hex) are accepted.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Mapping
+from typing import Final
+
+from ..text import clip
+
+RESOURCE_SPANS: Final = "resourceSpans"
+RESOURCE_METRICS: Final = "resourceMetrics"
+RESOURCE_LOGS: Final = "resourceLogs"
+RESOURCE_KEYS: Final[tuple[str, ...]] = (RESOURCE_SPANS, RESOURCE_METRICS, RESOURCE_LOGS)
+
+TRACE_ID_HEX_CHARS: Final = 32
+SPAN_ID_HEX_CHARS: Final = 16
+
+# Span status codes in OTLP (STATUS_CODE_UNSET, _OK, _ERROR).
+STATUS_NAMES: Final[Mapping[int, str]] = {0: "unset", 1: "ok", 2: "error"}
+# Metric aggregation temporality in OTLP.
+TEMPORALITY_DELTA: Final = 1
+
+
+class Malformed(ValueError):
+    """A piece of a line that is not the OTLP/JSON it claims to be."""
+
+
+def json_type(value: object) -> str:
+    """What a JSON value is, for a message ("a list", "null")."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    return "an object"
+
+
+def as_object(value: object, what: str) -> dict[str, object]:
+    if not isinstance(value, dict):
+        raise Malformed(f"{what} is {json_type(value)}, not an object")
+    return value
+
+
+def as_list(value: object, what: str) -> list[object]:
+    """A JSON list; an absent (``null``) list is empty, as protobuf JSON omits empty repeated fields."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise Malformed(f"{what} is {json_type(value)}, not a list")
+    return value
+
+
+def int64(value: object, what: str) -> int | None:
+    """An OTLP 64-bit integer: a decimal string or a JSON number."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise Malformed(f"{what} is a boolean, not an integer")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            raise Malformed(f"{what} {clip(value, 40)!r} is not an integer") from None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    raise Malformed(f"{what} is {json_type(value)}, not an integer")
+
+
+def double(value: object, what: str) -> float:
+    """An OTLP double: a JSON number, or the strings protobuf JSON uses for the non-finite ones."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str) and value in ("NaN", "Infinity", "-Infinity"):
+        return float(value.replace("Infinity", "inf"))
+    raise Malformed(f"{what} is {json_type(value)}, not a number")
+
+
+def any_value(node: object) -> object:
+    """An OTLP ``AnyValue`` as a Python value (``None`` for an empty value)."""
+    value = as_object(node, "an attribute value")
+    if "stringValue" in value:
+        text = value["stringValue"]
+        if not isinstance(text, str):
+            raise Malformed("a stringValue is not a string")
+        return text
+    if "boolValue" in value:
+        flag = value["boolValue"]
+        if not isinstance(flag, bool):
+            raise Malformed("a boolValue is not a boolean")
+        return flag
+    if "intValue" in value:
+        return int64(value["intValue"], "an intValue")
+    if "doubleValue" in value:
+        return double(value["doubleValue"], "a doubleValue")
+    if "arrayValue" in value:
+        array = as_object(value["arrayValue"], "an arrayValue")
+        return [any_value(item) for item in as_list(array.get("values"), "arrayValue.values")]
+    if "kvlistValue" in value:
+        kvlist = as_object(value["kvlistValue"], "a kvlistValue")
+        return attributes(kvlist.get("values"))
+    if "bytesValue" in value:
+        # Left base64-encoded, as OTLP/JSON writes bytes.
+        return value["bytesValue"]
+    return None
+
+
+def attributes(node: object, skipped: list[str] | None = None) -> dict[str, object]:
+    """An OTLP attribute list as a dict. With ``skipped``, an unreadable
+    attribute is left out and its reason appended there, instead of failing
+    the whole list (one odd attribute must not cost a span its findings)."""
+    out: dict[str, object] = {}
+    for entry in as_list(node, "attributes"):
+        key = entry.get("key") if isinstance(entry, dict) else None
+        try:
+            if not isinstance(entry, dict) or not isinstance(key, str):
+                raise Malformed("an attribute is not a {key, value} object with a string key")
+            out[key] = any_value(entry.get("value", {}))
+        except Malformed as error:
+            if skipped is None:
+                raise
+            skipped.append(f"{clip(key, 60)}: {error}" if isinstance(key, str) else str(error))
+    return out
+
+
+def hex_id(value: object, size: int, what: str) -> str:
+    """A trace or span id as lowercase hex; tolerates the base64 of plain
+    protobuf JSON, which some producers write instead of OTLP/JSON's hex."""
+    if not isinstance(value, str):
+        raise Malformed(f"{what} is {json_type(value)}, not a string")
+    if len(value) == size:
+        try:
+            bytes.fromhex(value)
+            return value.lower()
+        except ValueError:
+            pass
+    try:
+        decoded = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        decoded = b""
+    if len(decoded) * 2 == size:
+        return decoded.hex()
+    raise Malformed(f"{what} {clip(value, 40)!r} is not a {size}-hex-digit id")
