@@ -3,7 +3,8 @@
 Dashboards, alert rules, the collector configuration, the recording reader and
 the tests all depend on these strings, so they have one owner and change only
 deliberately. This module imports nothing (not even OpenTelemetry) so that
-the recording reader (``recording/``, with ``schema``) and the deployment tests can read it without the SDK.
+the recording reader (``recording/``, through ``schema``) and the deployment
+tests can read it without the SDK.
 
 The ``gen_ai.*`` names follow the OpenTelemetry GenAI semantic conventions;
 they are our own constants rather than imports of the (deprecated, moving)
