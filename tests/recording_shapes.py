@@ -3,7 +3,7 @@
 The recording tests write these through the SDK (a private ``TracerProvider``,
 never the global one) into the OTLP/JSON-lines exporters and read them back.
 Every name comes from ``telemetry.names``; every ledger row from
-``DispositionLedger().report()``; finding, row and summary attributes from the
+``DispositionLedger(REGISTERED_CHECKS).report()``; finding, row and summary attributes from the
 instrumentation's own ``telemetry.schema`` — so the reader is proven
 against exactly what the library writes.
 """
@@ -23,7 +23,8 @@ from opentelemetry.trace import Span, Tracer, set_span_in_context
 from opentelemetry.util.types import AttributeValue
 
 from context_integrity.findings import CHECKED_FAIL, CHECKED_PASS, NOT_APPLICABLE, Finding, Subject, Witness
-from context_integrity.ledger import REGISTERED_CHECKS, DispositionLedger, LedgerRow
+from context_integrity.judge import REGISTERED_CHECKS
+from context_integrity.ledger import DispositionLedger, LedgerRow
 from context_integrity.telemetry import names
 from context_integrity.telemetry.file_export import OtlpJsonLinesMetricExporter, OtlpJsonLinesSpanExporter
 from context_integrity.telemetry.schema import (
@@ -210,7 +211,7 @@ class Scenario:
 
 def scenario_ledger() -> DispositionLedger:
     """Some rows fired, some passed, one unarmed, the rest untouched."""
-    ledger = DispositionLedger()
+    ledger = DispositionLedger(REGISTERED_CHECKS)
     by_kind = {(c.check, c.seam): c for c in REGISTERED_CHECKS}
     ledger.note(by_kind[(LOOKUP_FINDING.kind, LOOKUP_FINDING.seam)], CHECKED_PASS)
     ledger.note(by_kind[(LOOKUP_FINDING.kind, LOOKUP_FINDING.seam)], CHECKED_FAIL, at_ms=1_717_000_000_123)

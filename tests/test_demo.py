@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from context_integrity import COLUMN_TYPE_CEILING
-from context_integrity.ledger import REGISTERED_CHECKS
+from context_integrity.judge import REGISTERED_CHECKS
 from context_integrity.recording import read_recording
 
 ROOT = Path(__file__).resolve().parents[1]

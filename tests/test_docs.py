@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import context_integrity as ci
-from context_integrity.ledger import REGISTERED_CHECKS
+from context_integrity.judge import REGISTERED_CHECKS
 from context_integrity.telemetry import names
 
 ROOT = Path(__file__).resolve().parents[1]

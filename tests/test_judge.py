@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import pytest
 
-from context_integrity import judge as judge_module
 from context_integrity.contracts import define_contract
 from context_integrity.judge import ContractBook, Dials, RunJudge
-from context_integrity.ledger import DANGLING_REFERENCE
+from context_integrity.judge import seams as judge_module
+from context_integrity.ledger import CheckId
 from context_integrity.protocol import Message, RequestFrame, ToolDefinition
+
+DANGLING_REFERENCE = CheckId("dangling-reference", "compose")
 
 OFFERED = (ToolDefinition("whats_here"), ToolDefinition("screen_fire"))
 

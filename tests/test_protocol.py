@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 
-from context_integrity.checks.empty_lookup import absent
+from context_integrity.contracts import absent
 from context_integrity.protocol import (
     Message,
     ModelResponse,

@@ -35,7 +35,8 @@ from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from context_integrity.findings import Finding
-from context_integrity.ledger import REGISTERED_CHECKS, ROW_FIELDS, DispositionLedger
+from context_integrity.judge import REGISTERED_CHECKS
+from context_integrity.ledger import ROW_FIELDS, DispositionLedger
 from context_integrity.paths import RECORDING_ENV_VAR, RECORDING_FILE_NAME, default_recording_path
 from context_integrity.recording import FindingRecord, Recording, read_recording, read_recording_text
 from context_integrity.recording import otlp_json as otlp
@@ -307,7 +308,14 @@ def test_outcome_and_posture_read_as_recorded(tmp_path: Path) -> None:
     path = tmp_path / "error.jsonl"
     provider, tracer = tracer_into(path)
     with run_span(tracer, AGENT) as run:
-        emit_summary(tracer, run, DispositionLedger(), posture="dev", work_existed=False, outcome="cancelled")
+        emit_summary(
+            tracer,
+            run,
+            DispositionLedger(REGISTERED_CHECKS),
+            posture="dev",
+            work_existed=False,
+            outcome="cancelled",
+        )
     provider.shutdown()
     run_record = read_recording(path).runs[0]
     assert (run_record.posture, run_record.work_existed, run_record.outcome) == ("dev", False, "cancelled")
@@ -517,7 +525,7 @@ def test_report_does_not_flag_all_zero_rows_when_no_work_existed(tmp_path: Path)
     path = tmp_path / "idle.jsonl"
     provider, tracer = tracer_into(path)
     with run_span(tracer, AGENT) as run:
-        emit_summary(tracer, run, DispositionLedger(), work_existed=False)
+        emit_summary(tracer, run, DispositionLedger(REGISTERED_CHECKS), work_existed=False)
     provider.shutdown()
     assert "never ran" not in format_report(read_recording(path)).replace("0 never-ran rows", "")
 

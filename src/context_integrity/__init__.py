@@ -7,34 +7,28 @@ from .checks.column_types import (
     COLUMN_TYPE_CEILING,
     ColumnTypeEncounter,
     ColumnViolation,
-    RowsetReading,
     check_column_types,
-    read_rowset,
 )
 from .checks.dangling_reference import DANGLING_REFERENCE_CEILING, check_dangling_references
-from .checks.empty_lookup import (
-    EMPTY_LOOKUP_CEILING,
-    Absence,
-    absent,
-    check_empty_lookup,
-    is_absence,
-)
+from .checks.empty_lookup import EMPTY_LOOKUP_CEILING, check_empty_lookup
 from .checks.unsupported_argument import (
     UNSUPPORTED_ARGUMENT_CEILING,
-    ArgumentEncounter,
     ArmedCall,
     check_unsupported_arguments,
 )
 from .contracts import (
     COLUMN_TYPES,
+    Absence,
     ColumnDeclaration,
     ColumnType,
     DeclarationError,
     NormalizedColumn,
     ToolContract,
+    absent,
     assert_arguments_from,
     assert_result_columns,
     define_contract,
+    is_absence,
     normalize_columns,
 )
 from .findings import (
@@ -52,8 +46,8 @@ from .findings import (
     finding_identity,
 )
 from .integrations.functions import declare_tool, tool
-from .judge import COLUMN_DIALS, Dials, SetupError
-from .ledger import REGISTERED_CHECKS, CheckerDeadError, CheckId, DispositionLedger, LedgerRow
+from .judge import COLUMN_DIALS, REGISTERED_CHECKS, Dials, SetupError
+from .ledger import CheckerDeadError, CheckId, DispositionLedger, LedgerRow
 from .protocol import (
     ExternalGround,
     ExternalGrounding,
@@ -78,7 +72,6 @@ __all__ = [
     "SEAMS",
     "UNSUPPORTED_ARGUMENT_CEILING",
     "Absence",
-    "ArgumentEncounter",
     "ArmedCall",
     "CheckId",
     "CheckerDeadError",
@@ -102,7 +95,6 @@ __all__ = [
     "ModelResponse",
     "NormalizedColumn",
     "RequestFrame",
-    "RowsetReading",
     "Run",
     "Seam",
     "SetupError",
@@ -126,7 +118,6 @@ __all__ = [
     "flush",
     "is_absence",
     "normalize_columns",
-    "read_rowset",
     "run",
     "setup",
     "shutdown",

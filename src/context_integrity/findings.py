@@ -120,6 +120,29 @@ def dedupe_findings(findings: Iterable[Finding], *, with_epoch: bool = True) -> 
 
 
 @dataclass(frozen=True, slots=True)
+class ExternalGround:
+    """A value the application verified itself (not served by the run), and who vouches for it.
+
+    ``source`` is an audit label that travels with every excusal, so a reader
+    can follow the chain of the app's assertion instead of trusting it.
+    """
+
+    value: str
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class ExternalGrounding:
+    """The record of one argument excused only by an application's external ground."""
+
+    tool_name: str
+    call_id: str
+    path: str
+    value: str
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
 class Encounter:
     """What one check concluded about one subject: its findings and its disposition.
 
@@ -131,6 +154,10 @@ class Encounter:
     findings: list[Finding] = field(default_factory=list)
     disposition: Disposition = NOT_APPLICABLE
     refusal: str | None = None
+    # For a check that judges several calls at once (one model response): ``call_ids[i]`` is the id of
+    # the call ``findings[i]`` is about, and ``excusals`` the arguments an external ground excused.
+    call_ids: list[str | None] = field(default_factory=list)
+    excusals: list[ExternalGrounding] = field(default_factory=list)
 
     def disposition_of(self, kind: Kind) -> Disposition:
         """The disposition of one kind of a check that files several kinds from one look."""

@@ -5,7 +5,8 @@ looked". The ledger can: every registered check is a row whether it was
 armed or not, and every encounter a check has is counted under exactly one
 disposition. A check that is not armed (or not built yet) is noted
 ``not-applicable`` once per run, so a later check slots in without changing
-the ledger's shape.
+the ledger's shape. Which checks are registered is the judge's registry's to say
+(:mod:`context_integrity.judge.registry`); the ledger only counts.
 """
 
 from __future__ import annotations
@@ -37,31 +38,6 @@ class CheckId(NamedTuple):
     def render(self) -> str:
         return f"{self.check}@{self.seam}"
 
-
-# Registration order is report order. duplicate-execution is a named kind
-# with no check yet: it is deliberately NOT registered, so no row ever
-# implies someone looked for it.
-REGISTERED_CHECKS: Final[tuple[CheckId, ...]] = (
-    CheckId("invariant-violation", "wire"),
-    CheckId("invariant-violation", "compose"),
-    CheckId("dangling-reference", "compose"),
-    CheckId("unsupported-argument", "choice"),
-    CheckId("unsupported-claim", "claim"),
-    CheckId("empty-lookup", "write"),
-    CheckId("column-type-mismatch", "write"),
-    CheckId("missing-column", "write"),
-    CheckId("prior-turn-evidence", "claim"),
-)
-
-COLUMN_TYPE_MISMATCH: Final = CheckId("column-type-mismatch", "write")
-MISSING_COLUMN: Final = CheckId("missing-column", "write")
-EMPTY_LOOKUP: Final = CheckId("empty-lookup", "write")
-DANGLING_REFERENCE: Final = CheckId("dangling-reference", "compose")
-UNSUPPORTED_ARGUMENT: Final = CheckId("unsupported-argument", "choice")
-WIRE_INVARIANT: Final = CheckId("invariant-violation", "wire")
-COMPOSE_INVARIANT: Final = CheckId("invariant-violation", "compose")
-UNSUPPORTED_CLAIM: Final = CheckId("unsupported-claim", "claim")
-PRIOR_TURN_EVIDENCE: Final = CheckId("prior-turn-evidence", "claim")
 
 # The field names of a report row, in order: the telemetry attributes, the
 # recording reader and the README table all read this tuple.
@@ -135,7 +111,7 @@ class _Canary:
 class DispositionLedger:
     """Counts every encounter of every registered check during one run."""
 
-    checks: tuple[CheckId, ...] = REGISTERED_CHECKS
+    checks: tuple[CheckId, ...]
     _rows: dict[CheckId, LedgerRow] = field(init=False, repr=False)
     _canaries: dict[CheckId, _Canary] = field(init=False, repr=False)
 

@@ -11,7 +11,7 @@ converts them to tuples, so a frame stays hashable-in-spirit and immutable.
 :meth:`RequestFrame.of` is the same constructor with an ``Iterable`` signature,
 for callers who want their type checker to agree.
 
-This module imports nothing from the checks; the checks import it.
+This module imports only the vocabulary; the checks import it.
 """
 
 from __future__ import annotations
@@ -20,6 +20,23 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from .findings import ExternalGround, ExternalGrounding
+
+__all__ = [
+    "ExternalGround",
+    "ExternalGrounding",
+    "FrameGround",
+    "Message",
+    "ModelResponse",
+    "RequestFrame",
+    "ToolCall",
+    "ToolDefinition",
+    "content_text",
+    "frame_ground",
+    "message_text",
+    "tool_names_present",
+]
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -119,29 +136,6 @@ class ModelResponse:
     def __post_init__(self) -> None:
         if not isinstance(self.calls, tuple):
             object.__setattr__(self, "calls", _as_tuple(self.calls))
-
-
-@dataclass(frozen=True, slots=True)
-class ExternalGround:
-    """A value the application verified itself (not served by the run), and who vouches for it.
-
-    ``source`` is an audit label that travels with every excusal, so a reader
-    can follow the chain of the app's assertion instead of trusting it.
-    """
-
-    value: str
-    source: str
-
-
-@dataclass(frozen=True, slots=True)
-class ExternalGrounding:
-    """The record of one argument excused only by an application's external ground."""
-
-    tool_name: str
-    call_id: str
-    path: str
-    value: str
-    source: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from context_integrity import limits
-from context_integrity.checks.arguments import ROOT_PATH, argument_leaves, declared_enum_values
+from context_integrity.checks.arguments import ROOT_PATH, argument_leaves
+from context_integrity.contracts import declared_enum_values
 
 # ── (a) leaves and paths ─────────────────────────────────────────────────
 

@@ -50,9 +50,7 @@ from context_integrity import (
     COLUMN_TYPE_CEILING,
     ColumnTypeEncounter,
     ColumnViolation,
-    RowsetReading,
     check_column_types,
-    read_rowset,
 )
 from context_integrity.checks.column_types import (
     _ENFORCE_OUTCOME,
@@ -61,9 +59,23 @@ from context_integrity.checks.column_types import (
     ColumnMode,
     column_types_canary,
 )
-from context_integrity.contracts import COLUMN_TYPES, ColumnDeclaration, DeclarationError, normalize_columns
+from context_integrity.contracts import (
+    COLUMN_TYPES,
+    ColumnDeclaration,
+    DeclarationError,
+    ResultReading,
+    normalize_columns,
+    read_result,
+)
 from context_integrity.findings import Finding, tool_subject
 from context_integrity.limits import MAX_NAMED_IN_REFUSAL, MAX_QUOTED_CHARS
+
+
+def read_rowset(value: object) -> ResultReading | None:
+    """The reading when the one result reader calls ``value`` a rowset with rows, else ``None``."""
+    reading = read_result(value)
+    return reading if reading.is_rowset and reading.rows else None
+
 
 TOOL = "host_group_mappings"
 CALL = "call-7f3a"
@@ -427,7 +439,7 @@ def test_a_dataclass_class_in_the_list_is_not_a_row() -> None:
 def test_a_list_of_dicts_is_read_without_copying_a_row() -> None:
     rows = [{"lun": i} for i in range(3)]
     reading = read_rowset(rows)
-    assert isinstance(reading, RowsetReading)
+    assert reading is not None
     assert reading.plain
     assert all(read is given for read, given in zip(reading.rows, rows, strict=True))
 

@@ -28,11 +28,8 @@ from collections.abc import Iterator, Sequence
 
 from context_integrity import EMPTY_LOOKUP_CEILING, Absence, absent, check_empty_lookup, is_absence
 from context_integrity.checks import CANARY_EPOCH
-from context_integrity.checks.empty_lookup import (
-    LookupReading,
-    empty_lookup_canary,
-    read_lookup_result,
-)
+from context_integrity.checks.empty_lookup import empty_lookup_canary
+from context_integrity.contracts import read_result
 from context_integrity.findings import (
     CHECKED_FAIL,
     CHECKED_PASS,
@@ -69,14 +66,19 @@ def _lookup(
 
 
 def test_unit_reading_rowset_counted() -> None:
-    assert read_lookup_result([]) == LookupReading(shape="rowset", empty=True, rows=0)
-    assert read_lookup_result(()) == LookupReading(shape="rowset", empty=True, rows=0)
-    assert read_lookup_result([{"a": 1}, {"a": 2}]) == LookupReading(shape="rowset", empty=False, rows=2)
-    assert read_lookup_result([1, "x", None]) == LookupReading(shape="rowset", empty=False, rows=3)
+    for empty in ([], ()):
+        reading = read_result(empty)
+        assert (reading.shape, reading.empty, len(reading.rows)) == ("rowset", True, 0)
+    reading = read_result([{"a": 1}, {"a": 2}])
+    assert (reading.shape, reading.empty, len(reading.rows)) == ("rowset", False, 2)
+    # Found something, but not rows: not empty, and nothing for the column check to judge.
+    reading = read_result([1, "x", None])
+    assert (reading.shape, reading.empty) == ("items", False)
 
 
 def test_unit_reading_absence() -> None:
-    assert read_lookup_result(absent("x")) == LookupReading(shape="absence", empty=True, rows=None)
+    reading = read_result(absent("x"))
+    assert (reading.shape, reading.empty) == ("absence", True)
 
 
 def test_unit_reading_bespoke_shapes_are_none() -> None:
@@ -92,7 +94,7 @@ def test_unit_reading_bespoke_shapes_are_none() -> None:
         {"ticket": "result-7781 parked"},
     ]
     for value in bespoke:
-        assert read_lookup_result(value) is None, value
+        assert read_result(value).shape == "other", value
 
 
 def test_negative_generator_is_bespoke_and_left_unconsumed() -> None:
@@ -103,7 +105,7 @@ def test_negative_generator_is_bespoke_and_left_unconsumed() -> None:
         yield 1
 
     generator = rows()
-    assert read_lookup_result(generator) is None
+    assert read_result(generator).shape == "other"
     assert _lookup(result=generator).disposition == NOT_APPLICABLE
     assert consumed == []
     assert next(generator) == 1

@@ -41,16 +41,16 @@ from context_integrity import (
     limits,
 )
 from context_integrity.checks import CANARY_EPOCH
-from context_integrity.checks.arguments import declared_enum_values
 from context_integrity.checks.unsupported_argument import (
-    ArgumentEncounter,
     unsupported_argument_canary,
 )
+from context_integrity.contracts import declared_enum_values
 from context_integrity.findings import (
     CHECKED_FAIL,
     CHECKED_PASS,
     NOT_APPLICABLE,
     UNREACHABLE,
+    Encounter,
     tool_subject,
 )
 from context_integrity.protocol import Message, RequestFrame, ToolCall, frame_ground
@@ -82,7 +82,7 @@ def _check(
     external: object = None,
     schema: object = None,
     epoch: int = 0,
-) -> ArgumentEncounter:
+) -> Encounter:
     return check_unsupported_arguments(
         calls=[_call(arguments, schema=schema)],
         grounded=grounded,

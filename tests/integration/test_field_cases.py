@@ -52,7 +52,8 @@ from context_integrity.checks.unsupported_argument import (
     ArmedCall,
     check_unsupported_arguments,
 )
-from context_integrity.ledger import REGISTERED_CHECKS, ROW_FIELDS
+from context_integrity.judge import REGISTERED_CHECKS
+from context_integrity.ledger import ROW_FIELDS
 from context_integrity.protocol import (
     Message,
     ModelResponse,
@@ -534,7 +535,8 @@ class TestTurnTwoSelfReference:
         assert events(tool_span(telemetry, "machine_status", "t2-c1")) == []
         turn_two = {(r.check, r.seam): r for r in runs[1].ledger()}
         empty = turn_two[("empty-lookup", "write")]
-        assert (empty.checked, empty.findings, empty.not_applicable, empty.unreachable) == (0, 0, 1, 1)
+        # Noted at the write seam only: the one lookup result, whose producer served nothing this run.
+        assert (empty.checked, empty.findings, empty.not_applicable, empty.unreachable) == (0, 0, 0, 1)
         argument = turn_two[("unsupported-argument", "choice")]
         assert (argument.checked, argument.findings, argument.not_applicable) == (1, 1, 1)
         dangling = turn_two[("dangling-reference", "compose")]
@@ -691,16 +693,16 @@ class TestReverseLookupAlwaysEmpty:
 
     def test_the_row_has_the_reference_field_test_shape(self, telemetry: Telemetry) -> None:
         # The reference's field test (producer call, lookup call, answer) ends the row at
-        # {checked: 1, findings: 1, notApplicable: 2}. Mapped onto our protocol: response 1 calls
-        # only the producer and response 3 answers -- two responses with no armed call, each noted
-        # not-applicable at the choice seam -- and the lookup's own result is the one comparison.
-        # The producer's result is no encounter of this check at all (it declares no grounds).
+        # {checked: 1, findings: 1, notApplicable: 2}, two of its not-applicable notes made when a
+        # model response holds no armed call. Ours notes a row only at its own seam (write): the
+        # producer's result is out of scope (it declares no grounds) and the lookup's own result is
+        # the one comparison, so {checked: 1, findings: 1, not_applicable: 1}.
         _reverse_lookup_run(telemetry)
         rows = summary_rows(telemetry)
         assert counts(rows[("empty-lookup", "write")]) == {
             "checked": 1,
             "findings": 1,
-            "not_applicable": 2,
+            "not_applicable": 1,
             "unreachable": 0,
         }
         assert "last_fired_at" in rows[("empty-lookup", "write")]
@@ -727,7 +729,7 @@ class TestReverseLookupAlwaysEmpty:
         assert events(tool_span(telemetry, "hosts_by_wwpn", "c3")) == []
         assert names.FINDINGS_COUNT not in attrs(tool_span(telemetry, "hosts_by_wwpn", "c3"))
         empty = next(r for r in agent_run.ledger() if r.check == "empty-lookup")
-        assert (empty.checked, empty.findings, empty.not_applicable) == (2, 2, 2)
+        assert (empty.checked, empty.findings, empty.not_applicable) == (2, 2, 1)
         assert findings_metric(telemetry) == {("empty-lookup", "write", "hosts_by_wwpn"): 1}
 
     def test_without_the_dial_the_declaration_alone_notices_nothing(self, telemetry: Telemetry) -> None:

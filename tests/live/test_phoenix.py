@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from context_integrity import demo
-from context_integrity.ledger import REGISTERED_CHECKS
+from context_integrity.judge import REGISTERED_CHECKS
 from context_integrity.telemetry import names
 
 from ._services import (

@@ -22,9 +22,10 @@ from opentelemetry.trace import StatusCode
 from tests.conftest import Telemetry
 
 import context_integrity as ci
-from context_integrity import judge as judge_module
 from context_integrity.checks.column_types import COLUMN_TYPE_CEILING
-from context_integrity.ledger import REGISTERED_CHECKS, ROW_FIELDS
+from context_integrity.judge import REGISTERED_CHECKS
+from context_integrity.judge import registry as judge_module
+from context_integrity.ledger import ROW_FIELDS
 from context_integrity.telemetry import names
 
 LUN_ROWS = [
@@ -311,10 +312,10 @@ class TestNeverBreakTheHost:
     ) -> None:
         telemetry.configure(check_column_types="enforce")
 
-        def broken(**_: Any) -> Any:
+        def broken(*_: Any, **__: Any) -> Any:
             raise ZeroDivisionError("a bug of ours")
 
-        monkeypatch.setattr(judge_module, "check_column_types", broken)
+        monkeypatch.setattr(judge_module, "column_types_of", broken)
         tool = _mappings_tool(LUN_ROWS)
         with ci.run("q") as agent_run:
             assert tool("vdi-a") is LUN_ROWS
@@ -332,10 +333,10 @@ class TestNeverBreakTheHost:
         class OurBug(Exception):
             pass
 
-        def broken(**_: Any) -> Any:
+        def broken(*_: Any, **__: Any) -> Any:
             raise OurBug("still broken")
 
-        monkeypatch.setattr(judge_module, "check_column_types", broken)
+        monkeypatch.setattr(judge_module, "column_types_of", broken)
         tool = _mappings_tool(LUN_ROWS)
         with caplog.at_level("DEBUG", logger="context_integrity"), ci.run("q"):
             for _ in range(3):

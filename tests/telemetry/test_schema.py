@@ -23,7 +23,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from context_integrity.findings import KINDS, SEAMS, STRATA, Finding, Subject, Witness
-from context_integrity.ledger import REGISTERED_CHECKS, ROW_FIELDS, LedgerRow
+from context_integrity.judge import REGISTERED_CHECKS
+from context_integrity.ledger import ROW_FIELDS, LedgerRow
 from context_integrity.limits import MAX_ATTRIBUTE_CHARS
 from context_integrity.recording import otlp_json
 from context_integrity.telemetry import names, schema

@@ -26,7 +26,7 @@ from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogR
 from tests.conftest import Telemetry
 
 import context_integrity as ci
-from context_integrity.ledger import REGISTERED_CHECKS
+from context_integrity.judge import REGISTERED_CHECKS
 from context_integrity.recording import read_recording
 from context_integrity.telemetry import names
 

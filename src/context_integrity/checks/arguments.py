@@ -1,4 +1,4 @@
-"""Reading a tool call's arguments and its schema: shared by the grounding checks.
+"""Reading a tool call's arguments: shared by the grounding checks.
 
 Both unsupported-argument (at the choice seam) and empty-lookup (at the
 write seam) judge a call argument by argument, and both must name the exact
@@ -7,9 +7,9 @@ argument they mean, so a finding's predicate is the argument's dot-path
 defects. The walk lives here, once, so the two checks can never disagree
 about what a "leaf" or a "path" is.
 
-Arguments come from a model and schemas from tool authors and frameworks;
-neither is trusted to be well-formed. Both readers are bounded, survive
-cycles and never raise.
+Arguments come from a model and are not trusted to be well-formed: the walk
+is bounded, survives cycles and never raises. (A schema's enum words are read
+once, at definition, by :func:`context_integrity.contracts.declared_enum_values`.)
 """
 
 from __future__ import annotations
@@ -76,33 +76,3 @@ def argument_leaves(arguments: object) -> list[tuple[str, str]]:
     with contextlib.suppress(Exception):  # a hostile mapping: keep what was read before it failed
         _walk(arguments, "", 0, set(), out)
     return out
-
-
-def _collect_enums(node: object, depth: int, out: set[str]) -> None:
-    if depth > limits.MAX_SCHEMA_DEPTH:
-        return
-    if isinstance(node, Mapping):
-        enum = node.get("enum")
-        if isinstance(enum, (list, tuple)):
-            for member in enum:
-                if isinstance(member, str):
-                    out.add(member.strip().lower())
-        for child in node.values():
-            _collect_enums(child, depth + 1, out)
-    elif isinstance(node, (list, tuple)):
-        for child in node:
-            _collect_enums(child, depth + 1, out)
-
-
-def declared_enum_values(input_schema: object) -> frozenset[str]:
-    """Every string in any ``enum`` array anywhere in a tool's input schema, lowercased.
-
-    Deliberately flat: a value one property enumerates excuses it in every
-    property, because the schema told the model the word exists. Walked to
-    :data:`limits.MAX_SCHEMA_DEPTH`; an absent or malformed schema declares
-    nothing. Never raises.
-    """
-    out: set[str] = set()
-    with contextlib.suppress(Exception):  # a hostile mapping: keep what was read before it failed
-        _collect_enums(input_schema, 0, out)
-    return frozenset(out)

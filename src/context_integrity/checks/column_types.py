@@ -35,7 +35,6 @@ finding about data we could not see. Only a bad *declaration* raises
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
 import decimal
 import fractions
@@ -49,9 +48,9 @@ from itertools import compress, repeat
 from types import MappingProxyType
 from typing import Final, Literal, cast
 
-from pydantic import BaseModel
-
 from ..contracts import ColumnType, NormalizedColumn, normalize_columns
+from ..contracts.columns import ALWAYS_VALID_TYPES
+from ..contracts.results import ResultReading, read_result
 from ..findings import (
     CHECKED_FAIL,
     CHECKED_PASS,
@@ -66,6 +65,7 @@ from ..findings import (
 )
 from ..limits import MAX_ISO_DATE_CHARS, MAX_NAMED_IN_REFUSAL, MAX_OTHER_OFFENDER_KINDS
 from ..text import plural, render_value
+from . import CANARY_EPOCH, as_canary
 
 __all__ = [
     "COLUMN_TYPES_CANARY",
@@ -74,10 +74,9 @@ __all__ = [
     "ColumnTypeEncounter",
     "ColumnTypesCanary",
     "ColumnViolation",
-    "RowsetReading",
     "check_column_types",
     "column_types_canary",
-    "read_rowset",
+    "column_types_of",
 ]
 
 COLUMN_TYPE_CEILING: Final[str] = (
@@ -91,21 +90,7 @@ ColumnMode = Literal["warn", "enforce"]
 """``warn``: file findings, hand the rows over untouched. ``enforce``: also refuse the result."""
 
 
-# ── Reading a result as a rowset ────────────────────────────────────────
-
-
-@dataclass(frozen=True, slots=True)
-class RowsetReading:
-    """A result read as rows, each a mapping of column name to value.
-
-    ``rows`` holds the caller's own mappings (a list of 10,000 dicts is not
-    copied row by row); only pydantic-model and dataclass rows are adapted,
-    each into a fresh ``dict`` of its fields. ``plain`` is true when every row
-    is exactly a ``dict``, which lets the check take its fastest path.
-    """
-
-    rows: tuple[Mapping[str, object], ...]
-    plain: bool = False
+# ── Reading one column ──────────────────────────────────────────────────
 
 
 class _Absent:
@@ -118,113 +103,6 @@ class _Absent:
 
 
 _ABSENT: Final = _Absent()
-
-
-class _Unreadable:
-    """The result is shaped like a rowset, but its own code raised while we read it."""
-
-    __slots__ = ()
-
-
-_UNREADABLE: Final = _Unreadable()
-
-_RowPlan = Literal["mapping", "model", "dataclass"]
-
-
-def _plan_for(row_type: type) -> _RowPlan | None:
-    """How rows of one Python type are read, decided once per type, not per row."""
-    if issubclass(row_type, Mapping):
-        return "mapping"
-    if issubclass(row_type, BaseModel):
-        return "model"
-    # ``row_type`` is the type of an element, so a dataclass CLASS placed in the
-    # list has type ``type`` here and is (rightly) not read as a row.
-    if dataclasses.is_dataclass(row_type):
-        return "dataclass"
-    return None
-
-
-def _model_row(row: BaseModel) -> dict[str, object]:
-    # pydantic v2 keeps field values in ``__dict__`` and ``extra='allow'``
-    # extras in ``__pydantic_extra__``; reading both is what the model would
-    # serialise, without running validators or computed fields.
-    cells = dict(vars(row))
-    extra = getattr(row, "__pydantic_extra__", None)
-    if extra:
-        cells.update(extra)
-    return cells
-
-
-def _dataclass_row(row: object, names: tuple[str, ...]) -> dict[str, object]:
-    cells: dict[str, object] = {}
-    for name in names:
-        # A field that was never set (``field(init=False)`` with no default)
-        # is an absent key, not an error.
-        value = getattr(row, name, _ABSENT)
-        if value is not _ABSENT:
-            cells[name] = value
-    return cells
-
-
-_PLAIN_ROWS: Final[set[type]] = {dict}
-
-
-def _read(value: object) -> RowsetReading | _Unreadable | None:
-    if not isinstance(value, (list, tuple)):
-        # Generators and other iterators land here untouched: judging them
-        # would consume the result before the model could read it.
-        return None
-    try:
-        if len(value) == 0:
-            # The zero-row answer has no columns to be wrong about; it is the
-            # empty-lookup check's subject, not this one's.
-            return None
-        row_types = set(map(type, value))
-        if row_types == _PLAIN_ROWS:
-            # The common result, a list of plain dicts: no plan to make, no row to adapt.
-            return RowsetReading(rows=value if isinstance(value, tuple) else tuple(value), plain=True)
-        plans: dict[type, _RowPlan] = {}
-        for row_type in row_types:
-            plan = _plan_for(row_type)
-            if plan is None:
-                return None  # a scalar, a list, a class, prose: no columns to judge
-            plans[row_type] = plan
-        if all(plan == "mapping" for plan in plans.values()):
-            # Copies the container's pointers, never a row.
-            return RowsetReading(rows=tuple(value), plain=row_types == {dict})
-        field_names = {
-            row_type: tuple(f.name for f in dataclasses.fields(row_type))
-            for row_type, plan in plans.items()
-            if plan == "dataclass"
-        }
-        rows: list[Mapping[str, object]] = []
-        for row in value:
-            plan = plans[type(row)]
-            if plan == "mapping":
-                rows.append(row)
-            elif plan == "model":
-                rows.append(_model_row(row))
-            else:
-                rows.append(_dataclass_row(row, field_names[type(row)]))
-        return RowsetReading(rows=tuple(rows), plain=all(type(row) is dict for row in rows))
-    except Exception:  # the result's own code raised (a __len__, a property): we could not look
-        return _UNREADABLE
-
-
-def read_rowset(value: object) -> RowsetReading | None:
-    """Read a tool's result as a rowset, or answer ``None`` when it is not one.
-
-    Readable: a ``list`` or ``tuple`` of at least one element whose every
-    element is a ``Mapping``, a pydantic ``BaseModel`` instance or a dataclass
-    instance. Everything else — prose, ``None``, a ``{"rows": [...]}``
-    wrapper, scalars, nested lists, a mixed list, the empty list, and any
-    generator or iterator (never consumed) — is ``None``.
-
-    Never raises: a result whose own code raises while it is read is also
-    ``None`` here (:func:`check_column_types` files it as ``unreachable``).
-    """
-    reading = _read(value)
-    return reading if isinstance(reading, RowsetReading) else None
 
 
 def _cell(row: Mapping[str, object], name: str) -> object:
@@ -243,7 +121,7 @@ def _cell(row: Mapping[str, object], name: str) -> object:
 _DICT_GET: Final = cast("Callable[[Mapping[str, object], str, object], object]", dict.get)
 
 
-def _column_cells(reading: RowsetReading, name: str) -> Callable[[], Iterable[object]]:
+def _column_cells(reading: ResultReading, name: str) -> Callable[[], Iterable[object]]:
     """A maker of fresh iterators over one column's cells, ``_ABSENT`` standing for a missing key.
 
     For plain dict rows each iterator is a C-level ``map(dict.get, ...)``: the
@@ -382,20 +260,9 @@ _OFFENCE: Final[Mapping[ColumnType, Callable[[object], str | None]]] = MappingPr
     }
 )
 
-# Types whose every value passes, without a look at the value. ``float`` is
-# not among them (NaN and the infinities are floats), nor is anything whose
-# subclasses could differ.
-_SURE: Final[Mapping[ColumnType, frozenset[type]]] = MappingProxyType(
-    {
-        "number": frozenset({int}),
-        "string": frozenset({str}),
-        "boolean": frozenset({bool}),
-        "date": frozenset({_dt.date, _dt.datetime}),
-    }
-)
 _NO_VALUE: Final[frozenset[type]] = frozenset({_Absent, type(None)})
-_SURE_NULLABLE: Final[Mapping[ColumnType, frozenset[type]]] = MappingProxyType(
-    {word: types | _NO_VALUE for word, types in _SURE.items()}
+_VALID_OR_EMPTY_TYPES: Final[Mapping[ColumnType, frozenset[type]]] = MappingProxyType(
+    {word: types | _NO_VALUE for word, types in ALWAYS_VALID_TYPES.items()}
 )
 
 
@@ -405,14 +272,14 @@ _JUST_FLOAT: Final[frozenset[type]] = frozenset({float})
 _INT_AND_FLOAT: Final[frozenset[type]] = frozenset({int, float})
 
 
-def _floats_finite(values: list[object], kinds: set[type]) -> bool:
+def _floats_finite(values: list[object], value_types: set[type]) -> bool:
     """True when every exact ``float`` among ``values`` is finite, in one C-level pass.
 
     Any NaN or infinity makes a float total non-finite, and a total never
     turns finite again. A false "no" (finite floats whose total overflows)
     only costs the exact per-value look at the floats.
     """
-    if kinds <= _INT_AND_FLOAT:
+    if value_types <= _INT_AND_FLOAT:
         # The common column: sum it whole. An int too large for a float
         # raises OverflowError, and then only the floats are summed.
         try:
@@ -469,7 +336,7 @@ class ColumnViolation:
 _MISSING_COLUMN: Final = "missing-column"
 
 
-def _judge_column(reading: RowsetReading, column: NormalizedColumn) -> ColumnViolation | str | None:
+def _judge_column(reading: ResultReading, column: NormalizedColumn) -> ColumnViolation | str | None:
     """``None`` when every row is fine, ``_MISSING_COLUMN`` when no row has the key, else the violation.
 
     Decided on the set of the column's value TYPES first (computed in C): a
@@ -480,12 +347,14 @@ def _judge_column(reading: RowsetReading, column: NormalizedColumn) -> ColumnVio
     counted: a value is skipped only when its type guarantees it passes.
     """
     cells = _column_cells(reading, column.name)
-    kinds = set(map(type, cells()))
-    if kinds == {_Absent}:
+    value_types = set(map(type, cells()))
+    if value_types == {_Absent}:
         # Checked FIRST: a column nobody delivered is never also "mistyped",
         # and nullable does not excuse it (it promises about values, not keys).
         return _MISSING_COLUMN
-    suspect_types = kinds - (_SURE_NULLABLE if column.nullable else _SURE)[column.type]
+    suspect_types = (
+        value_types - (_VALID_OR_EMPTY_TYPES if column.nullable else ALWAYS_VALID_TYPES)[column.type]
+    )
     if not suspect_types:
         return None
     # Something needs a look: read the column once more into a list, and
@@ -493,13 +362,13 @@ def _judge_column(reading: RowsetReading, column: NormalizedColumn) -> ColumnVio
     values = cells()
     if not isinstance(values, list):
         values = list(values)
-    if column.type == "number" and float in suspect_types and _floats_finite(values, kinds):
+    if column.type == "number" and float in suspect_types and _floats_finite(values, value_types):
         suspect_types.discard(float)
     elif column.type == "date" and str in suspect_types and _strings_all_iso_dates(values):
         suspect_types.discard(str)
     if not suspect_types:
         return None
-    if suspect_types == kinds:
+    if suspect_types == value_types:
         suspects: Iterable[object] = values
     else:
         suspects = compress(values, map(suspect_types.__contains__, map(type, values)))
@@ -554,7 +423,7 @@ def _walk_column(
 
 
 def _judge(
-    reading: RowsetReading, declared: tuple[NormalizedColumn, ...]
+    reading: ResultReading, declared: tuple[NormalizedColumn, ...]
 ) -> tuple[list[tuple[NormalizedColumn, ColumnViolation]], list[NormalizedColumn]]:
     violations: list[tuple[NormalizedColumn, ColumnViolation]] = []
     missing: list[NormalizedColumn] = []
@@ -719,50 +588,32 @@ class ColumnTypeEncounter(Encounter):
     missing: list[str] = field(default_factory=list)
 
 
-_NORMALIZED_ONLY: Final[set[type]] = {NormalizedColumn}
-
-
-def _declared_columns(tool_name: str, columns: object) -> tuple[NormalizedColumn, ...]:
-    # The judge passes the contract's already-normalised tuple on every call;
-    # re-validating it per result would be pure overhead.
-    if isinstance(columns, tuple) and columns and set(map(type, columns)) == _NORMALIZED_ONLY:
-        return columns
-    return normalize_columns(tool_name, columns)
-
-
-def check_column_types(
+def column_types_of(
+    reading: ResultReading,
+    columns: tuple[NormalizedColumn, ...],
     *,
     tool_name: str,
-    columns: object,
-    result: object,
     call_id: str,
     mode: ColumnMode = "warn",
     epoch: int = 0,
 ) -> ColumnTypeEncounter:
-    """Judge one tool result against the columns its tool declared.
+    """The pure judge: one result, already read, against its tool's normalised columns.
 
-    ``columns`` is a raw declaration (a dict, ``ColumnDeclaration`` values, a
-    pydantic model class) or the tuple of ``NormalizedColumn`` a contract
-    holds. Raises :class:`~context_integrity.contracts.DeclarationError` only
-    for a bad declaration; never for anything in ``result``.
-
-    Disposition: ``not-applicable`` when ``result`` is not a rowset (see
-    :func:`read_rowset`); ``unreachable`` when the rowset's own code raised
-    while being read; otherwise ``checked-fail`` with one finding per broken
-    column, or ``checked-pass``. In ``enforce`` mode a failing encounter
-    carries ``refusal``, the sentence the model receives instead of the rows.
-    Any mode other than ``"enforce"`` is treated as ``"warn"`` (the mode that
-    changes nothing); the dial is validated where it is configured.
+    Disposition: ``not-applicable`` when the result is not a rowset with at
+    least one row (the zero-row answer is empty-lookup's subject);
+    ``unreachable`` when the rowset's own code raised while being read;
+    otherwise ``checked-fail`` with one finding per broken column, or
+    ``checked-pass``. In ``enforce`` mode a failing encounter carries
+    ``refusal``, the sentence the model receives instead of the rows. Any
+    mode other than ``"enforce"`` is ``"warn"``, the mode that changes nothing.
     """
-    declared = _declared_columns(tool_name, columns)
-    mode = "enforce" if mode == "enforce" else "warn"
-    reading = _read(result)
-    if reading is None:
-        return ColumnTypeEncounter(disposition=NOT_APPLICABLE)
-    if isinstance(reading, _Unreadable):
+    if reading.shape == "unreadable":
         return ColumnTypeEncounter(disposition=UNREACHABLE)
+    if not reading.is_rowset or not reading.rows:
+        return ColumnTypeEncounter(disposition=NOT_APPLICABLE)
+    mode = "enforce" if mode == "enforce" else "warn"
     try:
-        broken, missing = _judge(reading, declared)
+        broken, missing = _judge(reading, columns)
     except Exception:  # a row's own __getitem__/__eq__ raised: we could not look
         return ColumnTypeEncounter(disposition=UNREACHABLE)
     if not broken and not missing:
@@ -811,6 +662,34 @@ def check_column_types(
     )
 
 
+def check_column_types(
+    *,
+    tool_name: str,
+    columns: object,
+    result: object,
+    call_id: str,
+    mode: ColumnMode = "warn",
+    epoch: int = 0,
+) -> ColumnTypeEncounter:
+    """Judge one tool result against the columns its tool declared.
+
+    ``columns`` is a raw declaration (a dict, ``ColumnDeclaration`` values, a
+    pydantic model class). This wrapper normalises it (raising
+    :class:`~context_integrity.contracts.DeclarationError` only for a bad
+    declaration, never for anything in ``result``), reads the result with
+    :func:`~context_integrity.contracts.read_result` and calls
+    :func:`column_types_of`.
+    """
+    return column_types_of(
+        read_result(result),
+        normalize_columns(tool_name, columns),
+        tool_name=tool_name,
+        call_id=call_id,
+        mode=mode,
+        epoch=epoch,
+    )
+
+
 # ── Dev-posture canary ──────────────────────────────────────────────────
 
 
@@ -833,7 +712,7 @@ COLUMN_TYPES_CANARY: Final = ColumnTypesCanary(
     call_id="canary-call",
     columns=MappingProxyType({"canary_measure": "number", "canary_absent": "string"}),
     rows=(MappingProxyType({"canary_measure": "1240"}),),
-    epoch=-1,
+    epoch=CANARY_EPOCH,
 )
 
 
@@ -847,6 +726,4 @@ def column_types_canary(canary: ColumnTypesCanary = COLUMN_TYPES_CANARY) -> Colu
         mode="warn",
         epoch=canary.epoch,
     )
-    return dataclasses.replace(
-        encounter, findings=[dataclasses.replace(f, synthetic=True) for f in encounter.findings]
-    )
+    return as_canary(encounter)

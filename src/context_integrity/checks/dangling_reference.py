@@ -27,7 +27,6 @@ Detection only: nothing here withholds, hides or rewrites the tool.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence, Set
-from dataclasses import replace
 from typing import Final
 
 from ..findings import (
@@ -39,7 +38,7 @@ from ..findings import (
     Witness,
     tool_subject,
 )
-from . import CANARY_EPOCH
+from . import CANARY_EPOCH, as_canary
 
 DANGLING_REFERENCE_CEILING: Final = (
     "This check sees an eviction only of results it watched being served during this run, and "
@@ -101,30 +100,26 @@ def _finding(consumer: str, missing: list[str], epoch: int) -> Finding:
     )
 
 
-def check_dangling_references(
+def dangling_references_of(
     *,
     offered: Sequence[str],
-    grounds: Mapping[str, Sequence[str]],
+    grounds: Mapping[str, tuple[str, ...]],
     evicted: Set[str],
     present: Set[str],
     epoch: int = 0,
 ) -> Encounter:
-    """Judge one assembled request for tools offered without their evidence.
+    """The pure judge: one assembled request, for tools offered without their evidence.
 
-    ``offered``: tool names offered in this request. ``grounds``: tool name
-    -> its declared ``arguments_from`` (only armed tools appear).
+    ``offered``: the distinct tool names offered in this request. ``grounds``:
+    tool name -> its validated ``arguments_from`` (only armed tools appear).
     ``evicted``: tool names whose results were served earlier in this run and
     were missing from some request since (this one or an earlier one): the
     union of every eviction so far, which a re-fetch does not shrink.
     ``present``: tool names whose results are in this request (see
-    :func:`context_integrity.protocol.tool_names_present`); a ground present
+    :func:`context_integrity.loop.tool_names_present`); a ground present
     again is re-established and silent.
     """
-    served_grounded: list[tuple[str, list[str]]] = []
-    for name in _names(offered):
-        declared = _names(grounds.get(name, ()))
-        if declared:
-            served_grounded.append((name, declared))
+    served_grounded = [(name, grounds[name]) for name in offered if grounds.get(name)]
     if not served_grounded or not evicted:
         return Encounter(findings=[], disposition=NOT_APPLICABLE)
 
@@ -134,6 +129,27 @@ def check_dangling_references(
         if missing:
             findings.append(_finding(consumer, missing, epoch))
     return Encounter(findings=findings, disposition=CHECKED_FAIL if findings else CHECKED_PASS)
+
+
+def check_dangling_references(
+    *,
+    offered: Sequence[str],
+    grounds: Mapping[str, Sequence[str]],
+    evicted: Set[str],
+    present: Set[str],
+    epoch: int = 0,
+) -> Encounter:
+    """Judge one assembled request (see :func:`dangling_references_of`), cleaning raw inputs first.
+
+    Blank, non-string and repeated names are dropped; a lone string is one name. Never raises.
+    """
+    return dangling_references_of(
+        offered=_names(offered),
+        grounds={name: tuple(_names(g)) for name, g in grounds.items() if isinstance(name, str)},
+        evicted=evicted,
+        present=present,
+        epoch=epoch,
+    )
 
 
 # ── Dev-posture canary ───────────────────────────────────────────────────
@@ -152,4 +168,4 @@ def dangling_reference_canary() -> Encounter:
         present=frozenset(),
         epoch=CANARY_EPOCH,
     )
-    return replace(encounter, findings=[replace(f, synthetic=True) for f in encounter.findings])
+    return as_canary(encounter)

@@ -33,10 +33,10 @@ Detection only: nothing is blocked, changed or retried.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import Final, Literal
+from typing import Final
 
 from .. import limits
+from ..contracts.results import ResultReading, read_result
 from ..findings import (
     CHECKED_FAIL,
     CHECKED_PASS,
@@ -48,7 +48,7 @@ from ..findings import (
     tool_subject,
 )
 from ..text import render_value
-from . import CANARY_EPOCH
+from . import CANARY_EPOCH, as_canary
 from .arguments import argument_leaves
 
 EMPTY_LOOKUP_CEILING: Final = (
@@ -56,88 +56,10 @@ EMPTY_LOOKUP_CEILING: Final = (
     "real absence and a broken filter look exactly the same from here."
 )
 
-# ── The tool's way to say "searched, matched nothing" ────────────────────
-
-
-class Absence(str):
-    """A tool's declared "the search ran and matched nothing".
-
-    It is a ``str`` on purpose: frameworks that hand tool results to the model
-    as text keep working, and the model reads a plain sentence. It also
-    carries what was looked for and why nothing matched, for the checks.
-    Make one with :func:`absent`.
-
-    What was looked for is kept on ``.looked_for`` and deliberately NOT written
-    into the sentence: tool results are ground for the grounding checks, so a
-    sentence repeating the value would ground it, and a made-up id retried
-    after its own "not found" would pass as served.
-    """
-
-    looked_for: object
-    reason: str | None
-
-    def __new__(cls, looked_for: object = None, reason: str | None = None) -> Absence:
-        text = "No match: the search ran and found nothing."
-        if isinstance(reason, str) and reason.strip():
-            text += f" Reason: {reason.strip()}"
-            if not text.endswith((".", "!", "?")):
-                text += "."
-        made = super().__new__(cls, text)
-        made.looked_for = looked_for
-        made.reason = reason
-        return made
-
-    def __getnewargs__(self) -> tuple[object, str | None]:  # type: ignore[override]
-        # copy and pickle rebuild from what was looked for, not from the text
-        return (self.looked_for, self.reason)
-
-
-def absent(looked_for: object = None, *, reason: str | None = None) -> Absence:
-    """Return this from a lookup tool when the search ran and matched nothing.
-
-    ``looked_for`` is what was searched for (kept whole on ``.looked_for`` for
-    the checks, never echoed into the text the model reads); ``reason`` is an
-    optional explanation shown to the model.
-    """
-    return Absence(looked_for, reason)
-
-
-def is_absence(value: object) -> bool:
-    """Whether ``value`` is a declared absence made by :func:`absent`."""
-    return isinstance(value, Absence)
-
-
-# ── Reading a lookup result ──────────────────────────────────────────────
-
-
-@dataclass(frozen=True, slots=True)
-class LookupReading:
-    """What a lookup result says about emptiness; ``rows`` is ``None`` for an absence."""
-
-    shape: Literal["rowset", "absence"]
-    empty: bool
-    rows: int | None
-
-
-def read_lookup_result(value: object) -> LookupReading | None:
-    """Read a tool's own return value as a lookup result, or ``None`` when it is bespoke.
-
-    An :class:`Absence` is an empty absence; a list or tuple (of anything) is a
-    rowset, empty iff it has no elements; a named tuple is one record, not a
-    rowset. Everything else returns ``None`` and is never consumed.
-    """
-    if isinstance(value, Absence):
-        return LookupReading(shape="absence", empty=True, rows=None)
-    if isinstance(value, list) or (isinstance(value, tuple) and not hasattr(value, "_fields")):
-        rows = len(value)
-        return LookupReading(shape="rowset", empty=rows == 0, rows=rows)
-    return None
-
-
 # ── The check ────────────────────────────────────────────────────────────
 
 
-def _empty_phrase(reading: LookupReading) -> str:
+def _empty_phrase(reading: ResultReading) -> str:
     if reading.shape == "absence":
         return "a declared absence (the tool said its search ran and matched nothing)"
     return "a rowset with zero rows"
@@ -158,7 +80,7 @@ def _finding(
     path: str,
     value: str,
     producer: str,
-    reading: LookupReading,
+    reading: ResultReading,
     result: object,
     epoch: int,
 ) -> Finding:
@@ -211,37 +133,28 @@ def _finding(
     )
 
 
-def check_empty_lookup(
+def empty_lookup_of(
+    reading: ResultReading,
     *,
     tool_name: str,
     call_id: str,
     arguments: object,
-    arguments_from: Sequence[str],
-    result: object,
+    arguments_from: tuple[str, ...],
     produced: Sequence[tuple[str, str]],
+    result: object = None,
     epoch: int = 0,
 ) -> Encounter:
-    """Judge one armed tool call's own return value for an empty lookup by a served value.
+    """The pure judge: one armed call's result, already read, against what its producers served.
 
     ``produced`` is every (producer tool name, served text) pair earlier in
     this run, as the judge kept them; only producers ``arguments_from``
-    declares, with non-empty text, count.
+    declares count. ``result`` is the raw value, quoted in the witness.
     """
-    reading = read_lookup_result(result)
-    if reading is None:
+    if reading.shape in ("other", "unreadable"):
         return Encounter(findings=[], disposition=NOT_APPLICABLE)
     if not reading.empty:
         return Encounter(findings=[], disposition=CHECKED_PASS)
-
-    declared = set(_declared(arguments_from))
-    grounds: list[tuple[str, str]] = []
-    for pair in produced:
-        try:
-            producer, text = pair
-        except (TypeError, ValueError):
-            continue
-        if producer in declared and isinstance(text, str) and text:
-            grounds.append((producer, text.lower()))
+    grounds = [(producer, text.lower()) for producer, text in produced if producer in arguments_from and text]
     if not grounds:
         return Encounter(findings=[], disposition=UNREACHABLE)
 
@@ -268,6 +181,42 @@ def check_empty_lookup(
     return Encounter(findings=findings, disposition=CHECKED_FAIL if findings else CHECKED_PASS)
 
 
+def check_empty_lookup(
+    *,
+    tool_name: str,
+    call_id: str,
+    arguments: object,
+    arguments_from: Sequence[str],
+    result: object,
+    produced: Sequence[tuple[str, str]],
+    epoch: int = 0,
+) -> Encounter:
+    """Judge one armed tool call's own return value for an empty lookup by a served value.
+
+    A tolerant wrapper over :func:`empty_lookup_of`: it reads the result, keeps
+    only well-formed ``arguments_from`` names and (producer, text) pairs, and
+    never raises.
+    """
+    pairs: list[tuple[str, str]] = []
+    for pair in produced:
+        try:
+            producer, text = pair
+        except (TypeError, ValueError):
+            continue
+        if isinstance(producer, str) and isinstance(text, str) and text:
+            pairs.append((producer, text))
+    return empty_lookup_of(
+        read_result(result),
+        tool_name=tool_name,
+        call_id=call_id,
+        arguments=arguments,
+        arguments_from=tuple(_declared(arguments_from)),
+        produced=pairs,
+        result=result,
+        epoch=epoch,
+    )
+
+
 # ── Dev-posture canary ───────────────────────────────────────────────────
 
 
@@ -286,4 +235,4 @@ def empty_lookup_canary() -> Encounter:
         produced=[("canary_ground", "The canary producer served canary-grounded-id.")],
         epoch=CANARY_EPOCH,
     )
-    return replace(encounter, findings=[replace(f, synthetic=True) for f in encounter.findings])
+    return as_canary(encounter)

@@ -38,7 +38,7 @@ Detection only: nothing is blocked; the call goes out exactly as chosen.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from .. import limits
@@ -47,13 +47,14 @@ from ..findings import (
     CHECKED_PASS,
     NOT_APPLICABLE,
     Encounter,
+    ExternalGround,
+    ExternalGrounding,
     Finding,
     Witness,
     tool_subject,
 )
-from ..protocol import ExternalGround, ExternalGrounding
 from ..text import plural, render_value
-from . import CANARY_EPOCH
+from . import CANARY_EPOCH, as_canary
 from .arguments import argument_leaves
 
 UNSUPPORTED_ARGUMENT_CEILING: Final = (
@@ -82,19 +83,6 @@ class ArmedCall:
     arguments: Mapping[str, Any] | object
     arguments_from: tuple[str, ...]
     declared_enums: frozenset[str]
-
-
-@dataclass(frozen=True, slots=True)
-class ArgumentEncounter(Encounter):
-    """An :class:`Encounter` plus the arguments an external ground excused (the record).
-
-    ``call_ids`` holds, for each finding in order, the id of the call that
-    chose the value: one response may call the same tool more than once, and
-    a finding's subjects name only the tool.
-    """
-
-    excusals: list[ExternalGrounding] = field(default_factory=list)
-    call_ids: list[str] = field(default_factory=list)
 
 
 class _Corpus:
@@ -142,7 +130,7 @@ def _usable_grounds(entries: object) -> list[tuple[str, str, str]]:
     return usable
 
 
-class _ExternalDoor:
+class _ExternalGrounds:
     """The application's external grounds, read lazily and at most once."""
 
     __slots__ = ("_grounds", "_source")
@@ -250,15 +238,17 @@ def _lowered_enums(declared: object) -> frozenset[str]:
     return frozenset(value.strip().lower() for value in declared if isinstance(value, str))
 
 
-def check_unsupported_arguments(
+def unsupported_arguments_of(
     *,
     calls: Sequence[ArmedCall],
     grounded: Sequence[str],
     assistant: Sequence[str],
     external: object = None,
     epoch: int = 0,
-) -> ArgumentEncounter:
-    """Judge one model response's armed calls against the request they were chosen from.
+) -> Encounter:
+    """The pure judge: one model response's armed calls against the request they were chosen from.
+
+    Each call's ``declared_enums`` is already the lowered enum set.
 
     ``grounded`` and ``assistant`` are the request's texts split by author
     (:func:`context_integrity.protocol.frame_ground`). ``external`` is an
@@ -268,17 +258,17 @@ def check_unsupported_arguments(
     failed the run's own ground. Garbage contributes nothing; nothing raises.
     """
     if not calls:
-        return ArgumentEncounter(findings=[], disposition=NOT_APPLICABLE)
+        return Encounter(findings=[], disposition=NOT_APPLICABLE)
 
     served = _Corpus(grounded)
     own = _Corpus(assistant)
-    door = _ExternalDoor(external)
+    door = _ExternalGrounds(external)
     findings: list[Finding] = []
-    call_ids: list[str] = []
+    call_ids: list[str | None] = []
     excusals: list[ExternalGrounding] = []
 
     for call in calls:
-        enums = _lowered_enums(call.declared_enums)
+        enums = call.declared_enums
         for path, value in argument_leaves(call.arguments):
             trimmed = value.strip()
             if len(trimmed) < limits.MIN_CHECKED_ARGUMENT_CHARS:
@@ -311,18 +301,40 @@ def check_unsupported_arguments(
             )
             call_ids.append(call.call_id)
 
-    return ArgumentEncounter(
+    return Encounter(
         findings=findings,
         disposition=CHECKED_FAIL if findings else CHECKED_PASS,
-        excusals=excusals,
         call_ids=call_ids,
+        excusals=excusals,
+    )
+
+
+def check_unsupported_arguments(
+    *,
+    calls: Sequence[ArmedCall],
+    grounded: Sequence[str],
+    assistant: Sequence[str],
+    external: object = None,
+    epoch: int = 0,
+) -> Encounter:
+    """Judge one model response's armed calls (see :func:`unsupported_arguments_of`).
+
+    A tolerant wrapper: each call's ``declared_enums`` may be any collection of
+    words, and is lowered here. Never raises.
+    """
+    return unsupported_arguments_of(
+        calls=[replace(call, declared_enums=_lowered_enums(call.declared_enums)) for call in calls],
+        grounded=grounded,
+        assistant=assistant,
+        external=external,
+        epoch=epoch,
     )
 
 
 # ── Dev-posture canary ───────────────────────────────────────────────────
 
 
-def unsupported_argument_canary() -> ArgumentEncounter:
+def unsupported_argument_canary() -> Encounter:
     """A known-bad response run through the real check: an id nothing in the request served.
 
     A live check returns exactly one ``unsupported-argument`` finding, marked
@@ -342,4 +354,4 @@ def unsupported_argument_canary() -> ArgumentEncounter:
         assistant=[],
         epoch=CANARY_EPOCH,
     )
-    return replace(encounter, findings=[replace(f, synthetic=True) for f in encounter.findings])
+    return as_canary(encounter)

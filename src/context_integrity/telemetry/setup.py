@@ -16,6 +16,7 @@ reconfigures the dials only; it never adds a second exporter or processor.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import threading
@@ -39,7 +40,8 @@ from opentelemetry.sdk.trace.export import (
 )
 from opentelemetry.trace import Tracer
 
-from ..judge import ContractBook, Dials, ExternalGroundsProvider, SetupError
+from ..judge import ContractBook, Dials, SetupError
+from ..judge.dials import dial_parameters, dial_specs, dials_doc, unknown_option
 from ..paths import default_recording_path
 from . import names
 from .processor import DispositionSpanProcessor
@@ -426,9 +428,6 @@ def _event_logger(
 
 def setup(
     *,
-    check_column_types: str = "off",
-    notice_empty_lookups: bool = False,
-    external_grounds: ExternalGroundsProvider | None = None,
     service_name: str | None = None,
     endpoint: str | None = None,
     protocol: str | None = None,
@@ -439,35 +438,32 @@ def setup(
     tracer_provider: Any | None = None,
     meter_provider: Any | None = None,
     logger_provider: Any | None = None,
+    **dials: Any,
 ) -> Instrumentation:
     """Configure context-integrity and OpenTelemetry in one call.
 
-    Dials (each defaults to the byte-identical choice):
+        Dials (each defaults to the byte-identical choice):
 
-    - ``check_column_types``: ``"off"`` | ``"warn"`` | ``"enforce"``.
-    - ``notice_empty_lookups``: ``True`` to file advisory empty-lookup findings.
-    - ``external_grounds``: a function returning ``(value, source)`` entries the
-      application verified, consulted when a chosen argument has no ground in the run.
+    {dials}
 
-    Raises :class:`SetupError` (a ``ValueError``) for a dial or environment value
-    outside its vocabulary; nothing is configured in that case. A second call
-    changes the dials and keeps the exporters and processors of the first.
+        Raises :class:`SetupError` (a ``ValueError``) for a dial or environment value
+        outside its vocabulary; nothing is configured in that case. A second call
+        changes the dials and keeps the exporters and processors of the first.
     """
     global _state
-    dials = Dials.validated(
-        check_column_types=check_column_types,
-        notice_empty_lookups=notice_empty_lookups,
-        external_grounds=external_grounds,
-    )
+    for name in dials:
+        if name not in dial_specs():
+            raise unknown_option(name, tuple(inspect.signature(setup).parameters))
+    validated = Dials.validated(**dials)
     if not isinstance(log_events, bool) or not isinstance(capture_content, bool):
         raise SetupError("log_events and capture_content must be booleans.")
     with _lock:
         if _state is not None:
-            _state.dials = dials
+            _state.dials = validated
             _state.capture_content = capture_content
             return _state
         _state = _build(
-            dials=dials,
+            dials=validated,
             service_name=service_name,
             endpoint=endpoint,
             protocol=protocol,
@@ -485,6 +481,21 @@ def setup(
     else:
         logger.info("context_integrity: %s", state.destination)
     return state
+
+
+# The dials are declared once, on :class:`Dials`; setup()'s signature and docstring are read from there.
+setup.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    [
+        *(
+            p
+            for p in inspect.signature(setup).parameters.values()
+            if p.kind is not inspect.Parameter.VAR_KEYWORD
+        ),
+        *dial_parameters(),
+    ],
+    return_annotation="Instrumentation",
+)
+setup.__doc__ = (setup.__doc__ or "").replace("{dials}", dials_doc())
 
 
 def shutdown() -> None:

@@ -1,10 +1,7 @@
-"""What a tool declares, and the definition-time refusals that guard it.
+"""The column-type vocabulary, and the one owner of "which Python type is which column type".
 
-A check runs on a tool only because its author declared something (declared,
-never inferred). Declarations are validated once, when the tool is defined,
-so a misspelled type fails on the line that wrote it rather than at the first
-row of the first production run. Everything here is plain data; nothing
-imports OpenTelemetry or a framework.
+A declaration is validated and normalised here, once, when the tool is
+defined: the column check only ever sees :class:`NormalizedColumn` tuples.
 """
 
 from __future__ import annotations
@@ -14,11 +11,13 @@ import decimal
 import fractions
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Union, get_args
 
 from pydantic import BaseModel, ConfigDict
+
+from .errors import refuse as _refuse
 
 # ── The column-type vocabulary ──────────────────────────────────────────
 ColumnType = Literal["number", "string", "boolean", "date"]
@@ -27,14 +26,6 @@ COLUMN_TYPES: Final[tuple[ColumnType, ...]] = get_args(ColumnType)
 # The word a sniffer needs ("I looked and could not tell") and a declaration
 # never does: a column whose type you do not know is a column to leave out.
 _REFUSED_WORD: Final = "unknown"
-
-
-class DeclarationError(ValueError):
-    """A tool declared something this library cannot honour.
-
-    Raised only at definition time, never while an agent runs. The message
-    names the tool, the field and the fix.
-    """
 
 
 class ColumnDeclaration(BaseModel):
@@ -62,16 +53,25 @@ class NormalizedColumn:
 ColumnSpec = ColumnType | ColumnDeclaration | Mapping[str, Any]
 ResultColumns = Mapping[str, ColumnSpec] | type[BaseModel]
 
-_NUMBER_TYPES: Final[tuple[type, ...]] = (int, float, decimal.Decimal, fractions.Fraction)
-_DATE_TYPES: Final[tuple[type, ...]] = (_dt.date, _dt.datetime)
+# The Python classes each column type is made of. ``bool`` is deliberately not a number (it is an
+# ``int`` subclass, and exactly the trap the check exists to catch).
+NUMBER_TYPES: Final[tuple[type, ...]] = (int, float, decimal.Decimal, fractions.Fraction)
+DATE_TYPES: Final[tuple[type, ...]] = (_dt.date, _dt.datetime)
+
+# Exact classes whose every value has the column type, without a look at the value. ``float`` is not
+# among them (NaN and the infinities are floats), nor is anything whose subclasses could differ.
+ALWAYS_VALID_TYPES: Final[Mapping[ColumnType, frozenset[type]]] = types.MappingProxyType(
+    {
+        "number": frozenset({int}),
+        "string": frozenset({str}),
+        "boolean": frozenset({bool}),
+        "date": frozenset({_dt.date, _dt.datetime}),
+    }
+)
 
 
 def _types_list() -> str:
     return ", ".join(repr(t) for t in COLUMN_TYPES)
-
-
-def _refuse(tool_name: str, problem: str, fix: str) -> DeclarationError:
-    return DeclarationError(f"Tool {tool_name!r}: {problem} {fix}")
 
 
 def _column_type_of(tool_name: str, column: str, raw: object) -> ColumnType:
@@ -142,7 +142,7 @@ def _strip_optional(annotation: object) -> tuple[object, bool]:
     return annotation, False
 
 
-def _column_type_of_annotation(annotation: object) -> ColumnType | None:
+def column_type_of_annotation(annotation: object) -> ColumnType | None:
     if annotation is bool:  # before int: bool is an int subclass, and exactly the trap
         return "boolean"
     # On Python 3.10 a parametrised generic (``list[int]``) passes
@@ -151,11 +151,11 @@ def _column_type_of_annotation(annotation: object) -> ColumnType | None:
     if isinstance(annotation, type) and typing.get_origin(annotation) is None:
         if issubclass(annotation, bool):
             return "boolean"
-        if issubclass(annotation, _NUMBER_TYPES):
+        if issubclass(annotation, NUMBER_TYPES):
             return "number"
         if issubclass(annotation, str):
             return "string"
-        if issubclass(annotation, _DATE_TYPES):
+        if issubclass(annotation, DATE_TYPES):
             return "date"
     return None
 
@@ -165,7 +165,7 @@ def columns_from_model(tool_name: str, model: type[BaseModel]) -> tuple[Normaliz
     out: list[NormalizedColumn] = []
     for name, info in model.model_fields.items():
         inner, nullable = _strip_optional(info.annotation)
-        column_type = _column_type_of_annotation(inner)
+        column_type = column_type_of_annotation(inner)
         if column_type is None:
             raise _refuse(
                 tool_name,
@@ -192,6 +192,8 @@ def normalize_columns(tool_name: str, columns: object) -> tuple[NormalizedColumn
     """
     if isinstance(columns, type) and issubclass(columns, BaseModel):
         return columns_from_model(tool_name, columns)
+    if isinstance(columns, tuple) and columns and all(type(c) is NormalizedColumn for c in columns):
+        return columns  # already normalised: idempotent, so a contract's tuple can be handed back in
     if not isinstance(columns, Mapping):
         raise _refuse(
             tool_name,
@@ -211,91 +213,3 @@ def normalize_columns(tool_name: str, columns: object) -> tuple[NormalizedColumn
 def assert_result_columns(tool_name: str, columns: object) -> None:
     """Refuse a ``result_columns`` declaration this library cannot honour (see :func:`normalize_columns`)."""
     normalize_columns(tool_name, columns)
-
-
-def assert_arguments_from(tool_name: str, arguments_from: object) -> tuple[str, ...]:
-    """Refuse an ``arguments_from`` that is empty, blank, or names the tool itself."""
-    if isinstance(arguments_from, str) or not isinstance(arguments_from, Sequence):
-        raise _refuse(
-            tool_name,
-            f"arguments_from is {type(arguments_from).__name__}, not a list of tool names.",
-            "Pass the names of the tools whose results this tool's arguments come from, "
-            "e.g. arguments_from=['list_hosts'].",
-        )
-    if not arguments_from:
-        raise _refuse(
-            tool_name,
-            "arguments_from is empty, so it grounds nothing.",
-            "Name at least one tool whose results this tool's arguments come from, or drop arguments_from.",
-        )
-    names: list[str] = []
-    for entry in arguments_from:
-        if not isinstance(entry, str) or not entry.strip():
-            raise _refuse(
-                tool_name,
-                f"arguments_from has a blank or non-string entry ({entry!r}).",
-                "Every entry must be the name of a tool, exactly as it is registered.",
-            )
-        if entry == tool_name:
-            raise _refuse(
-                tool_name,
-                "arguments_from names the tool itself.",
-                "A tool cannot ground its own arguments; name the tool(s) whose results it acts on.",
-            )
-        if entry not in names:
-            names.append(entry)
-    return tuple(names)
-
-
-def assert_tool_name(name: object) -> str:
-    if not isinstance(name, str) or not name.strip():
-        raise DeclarationError(
-            f"A tool name must be a non-blank string (got {name!r}). Pass name='...' or use a named function."
-        )
-    return name
-
-
-@dataclass(frozen=True, slots=True)
-class ToolContract:
-    """Everything one tool declared, validated and normalised.
-
-    ``input_schema`` is the JSON schema of the tool's arguments as the model
-    sees it (used for its ``enum`` fence); ``None`` when unknown.
-    """
-
-    name: str
-    description: str | None = None
-    result_columns: tuple[NormalizedColumn, ...] | None = None
-    arguments_from: tuple[str, ...] | None = None
-    input_schema: Mapping[str, Any] | None = None
-
-
-def define_contract(
-    name: str,
-    *,
-    description: str | None = None,
-    result_columns: object = None,
-    arguments_from: object = None,
-    input_schema: Mapping[str, Any] | None = None,
-) -> ToolContract:
-    """Validate one tool's declarations and return its contract.
-
-    Raises :class:`DeclarationError` (a ``ValueError``) for any declaration
-    the library cannot honour; this is the only place the library raises.
-    """
-    name = assert_tool_name(name)
-    columns = None if result_columns is None else normalize_columns(name, result_columns)
-    grounds = None if arguments_from is None else assert_arguments_from(name, arguments_from)
-    if input_schema is not None and not isinstance(input_schema, Mapping):
-        raise _refuse(
-            name,
-            f"input_schema is {type(input_schema).__name__}, not a JSON schema object.",
-            "Pass the tool's argument schema as a dict, or leave it out.",
-        )
-    return ToolContract(
-        name=name,
-        description=description,
-        result_columns=columns,
-        arguments_from=grounds,
-        input_schema=input_schema,
-    )

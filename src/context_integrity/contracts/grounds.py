@@ -1,0 +1,73 @@
+"""Where a tool's arguments come from (``arguments_from``), and the words its schema enumerates."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping, Sequence
+
+from .. import limits
+from .errors import refuse as _refuse
+
+
+def assert_arguments_from(tool_name: str, arguments_from: object) -> tuple[str, ...]:
+    """Refuse an ``arguments_from`` that is empty, blank, or names the tool itself."""
+    if isinstance(arguments_from, str) or not isinstance(arguments_from, Sequence):
+        raise _refuse(
+            tool_name,
+            f"arguments_from is {type(arguments_from).__name__}, not a list of tool names.",
+            "Pass the names of the tools whose results this tool's arguments come from, "
+            "e.g. arguments_from=['list_hosts'].",
+        )
+    if not arguments_from:
+        raise _refuse(
+            tool_name,
+            "arguments_from is empty, so it grounds nothing.",
+            "Name at least one tool whose results this tool's arguments come from, or drop arguments_from.",
+        )
+    names: list[str] = []
+    for entry in arguments_from:
+        if not isinstance(entry, str) or not entry.strip():
+            raise _refuse(
+                tool_name,
+                f"arguments_from has a blank or non-string entry ({entry!r}).",
+                "Every entry must be the name of a tool, exactly as it is registered.",
+            )
+        if entry == tool_name:
+            raise _refuse(
+                tool_name,
+                "arguments_from names the tool itself.",
+                "A tool cannot ground its own arguments; name the tool(s) whose results it acts on.",
+            )
+        if entry not in names:
+            names.append(entry)
+    return tuple(names)
+
+
+def _collect_enums(node: object, depth: int, out: set[str]) -> None:
+    if depth > limits.MAX_SCHEMA_DEPTH:
+        return
+    if isinstance(node, Mapping):
+        enum = node.get("enum")
+        if isinstance(enum, (list, tuple)):
+            for member in enum:
+                if isinstance(member, str):
+                    out.add(member.strip().lower())
+        for child in node.values():
+            _collect_enums(child, depth + 1, out)
+    elif isinstance(node, (list, tuple)):
+        for child in node:
+            _collect_enums(child, depth + 1, out)
+
+
+def declared_enum_values(input_schema: object) -> frozenset[str]:
+    """Every string in any ``enum`` array anywhere in a tool's input schema, lowercased.
+
+    Deliberately flat: a value one property enumerates excuses it in every
+    property, because the schema told the model the word exists. Walked to
+    :data:`limits.MAX_SCHEMA_DEPTH`; an absent or malformed schema declares
+    nothing. Never raises.
+    """
+    out: set[str] = set()
+    with contextlib.suppress(Exception):  # a hostile mapping: keep what was read before it failed
+        _collect_enums(input_schema, 0, out)
+    return frozenset(out)

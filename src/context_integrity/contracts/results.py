@@ -1,0 +1,221 @@
+"""The one reader of what a tool returned: a rowset, a declared absence, or neither.
+
+Every write-seam check reads a result through :func:`read_result`, once per
+result, so two checks can never disagree about what a result is (they once
+did, about a named tuple of dicts).
+
+What counts, in Python terms (see DESIGN.md):
+
+* a **rowset** is a ``list`` or ``tuple`` whose every element is a ``Mapping``,
+  a pydantic ``BaseModel`` instance or a dataclass instance; the empty list is
+  a rowset of zero rows;
+* an **absence** is an :class:`Absence`, the tool's own "the search ran and
+  matched nothing" (made with :func:`absent`);
+* a non-empty ``list`` or ``tuple`` of anything else (ids, prose, nested lists) is
+  **items**: something was found, but there are no columns to judge;
+* everything else is **other**: prose, ``None``, a ``{"rows": [...]}`` wrapper,
+  scalars, a named tuple (one record, not rows), and any generator or
+  iterator, which is never consumed.
+
+A list or tuple is read through the base type's own iteration, bounded by its
+real length, so a subclass whose ``__iter__`` never ends or has side effects is
+read exactly as the data it holds. A result whose own code raises while it is
+read (a ``Mapping`` whose ``__getitem__`` throws, a property that throws) is
+**unreadable**: "could not look", never "nothing was wrong". Never raises.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from itertools import islice
+from typing import Final, Literal
+
+from pydantic import BaseModel
+
+ResultShape = Literal["rowset", "items", "absence", "other", "unreadable"]
+
+
+class Absence(str):
+    """A tool's declared "the search ran and matched nothing".
+
+    It is a ``str`` on purpose: frameworks that hand tool results to the model
+    as text keep working, and the model reads a plain sentence. It also
+    carries what was looked for and why nothing matched, for the checks.
+    Make one with :func:`absent`.
+
+    What was looked for is kept on ``.looked_for`` and deliberately NOT written
+    into the sentence: tool results are ground for the grounding checks, so a
+    sentence repeating the value would ground it, and a made-up id retried
+    after its own "not found" would pass as served.
+    """
+
+    looked_for: object
+    reason: str | None
+
+    def __new__(cls, looked_for: object = None, reason: str | None = None) -> Absence:
+        text = "No match: the search ran and found nothing."
+        if isinstance(reason, str) and reason.strip():
+            text += f" Reason: {reason.strip()}"
+            if not text.endswith((".", "!", "?")):
+                text += "."
+        made = super().__new__(cls, text)
+        made.looked_for = looked_for
+        made.reason = reason
+        return made
+
+    def __getnewargs__(self) -> tuple[object, str | None]:  # type: ignore[override]
+        # copy and pickle rebuild from what was looked for, not from the text
+        return (self.looked_for, self.reason)
+
+
+def absent(looked_for: object = None, *, reason: str | None = None) -> Absence:
+    """Return this from a lookup tool when the search ran and matched nothing.
+
+    ``looked_for`` is what was searched for (kept whole on ``.looked_for`` for
+    the checks, never echoed into the text the model reads); ``reason`` is an
+    optional explanation shown to the model.
+    """
+    return Absence(looked_for, reason)
+
+
+def is_absence(value: object) -> bool:
+    """Whether ``value`` is a declared absence made by :func:`absent`."""
+    return isinstance(value, Absence)
+
+
+@dataclass(frozen=True, slots=True)
+class ResultReading:
+    """What one tool result is, read once.
+
+    For a rowset, ``rows`` holds each row as a mapping of column name to value:
+    the caller's own mappings (a list of 10,000 dicts is not copied row by
+    row); only pydantic-model and dataclass rows are adapted, each into a fresh
+    ``dict`` of its fields. ``plain`` is true when every row is exactly a
+    ``dict``, which lets the column check take its fastest path.
+    """
+
+    shape: ResultShape
+    rows: tuple[Mapping[str, object], ...] = ()
+    plain: bool = False
+
+    @property
+    def is_rowset(self) -> bool:
+        return self.shape == "rowset"
+
+    @property
+    def empty(self) -> bool:
+        """An absence, or a rowset of zero rows: the two shapes that say "found nothing"."""
+        return self.shape == "absence" or (self.shape == "rowset" and not self.rows)
+
+
+OTHER: Final = ResultReading("other")
+ITEMS: Final = ResultReading("items")
+UNREADABLE: Final = ResultReading("unreadable")
+ABSENCE: Final = ResultReading("absence")
+NO_ROWS: Final = ResultReading("rowset", (), plain=True)
+
+_RowPlan = Literal["mapping", "model", "dataclass"]
+
+
+def _plan_for(row_type: type) -> _RowPlan | None:
+    """How rows of one Python type are read, decided once per type, not per row."""
+    if issubclass(row_type, Mapping):
+        return "mapping"
+    if issubclass(row_type, BaseModel):
+        return "model"
+    # ``row_type`` is the type of an element, so a dataclass CLASS placed in the
+    # list has type ``type`` here and is (rightly) not read as a row.
+    if dataclasses.is_dataclass(row_type):
+        return "dataclass"
+    return None
+
+
+def _model_row(row: BaseModel) -> dict[str, object]:
+    # pydantic v2 keeps field values in ``__dict__`` and ``extra='allow'``
+    # extras in ``__pydantic_extra__``; reading both is what the model would
+    # serialise, without running validators or computed fields.
+    cells = dict(vars(row))
+    extra = getattr(row, "__pydantic_extra__", None)
+    if extra:
+        cells.update(extra)
+    return cells
+
+
+_MISSING: Final = object()
+
+
+def _dataclass_row(row: object, names: tuple[str, ...]) -> dict[str, object]:
+    cells: dict[str, object] = {}
+    for name in names:
+        # A field that was never set (``field(init=False)`` with no default)
+        # is an absent key, not an error.
+        value = getattr(row, name, _MISSING)
+        if value is not _MISSING:
+            cells[name] = value
+    return cells
+
+
+_PLAIN_ROWS: Final[frozenset[type]] = frozenset({dict})
+
+
+def _elements(value: list[object] | tuple[object, ...]) -> tuple[object, ...]:
+    """The elements a list or tuple holds, read through the base type, never a subclass's ``__iter__``.
+
+    Bounded by the length ``len`` reports, so neither a subclass's endless ``__iter__`` nor a lying
+    ``__len__`` can make the read longer than the data (a ``__len__`` that raises: unreadable).
+    """
+    if type(value) is tuple or type(value) is list:
+        return tuple(value)
+    count = len(value)
+    base = list.__iter__(value) if isinstance(value, list) else tuple.__iter__(value)
+    return tuple(islice(base, max(0, count)))
+
+
+def _is_record(value: object) -> bool:
+    """A named tuple is one record with fields, not a list of rows."""
+    return isinstance(value, tuple) and hasattr(type(value), "_fields")
+
+
+def read_result(value: object) -> ResultReading:
+    """Read a tool's own return value once: rowset, absence, other or unreadable. Never raises."""
+    if isinstance(value, Absence):
+        return ABSENCE
+    if not isinstance(value, (list, tuple)) or _is_record(value):
+        # Generators and other iterators land here untouched: judging them
+        # would consume the result before the model could read it.
+        return OTHER
+    try:
+        elements = _elements(value)
+        if not elements:
+            return NO_ROWS
+        row_types = set(map(type, elements))
+        if row_types == _PLAIN_ROWS:
+            # The common result, a list of plain dicts: no plan to make, no row to adapt.
+            return ResultReading("rowset", elements, plain=True)  # type: ignore[arg-type]
+        plans: dict[type, _RowPlan] = {}
+        for row_type in row_types:
+            plan = _plan_for(row_type)
+            if plan is None:
+                return ITEMS  # scalars, lists, classes, prose: found something, but no columns
+            plans[row_type] = plan
+        if all(plan == "mapping" for plan in plans.values()):
+            return ResultReading("rowset", elements)  # type: ignore[arg-type]
+        field_names = {
+            row_type: tuple(f.name for f in dataclasses.fields(row_type))
+            for row_type, plan in plans.items()
+            if plan == "dataclass"
+        }
+        rows: list[Mapping[str, object]] = []
+        for row in elements:
+            plan = plans[type(row)]
+            if plan == "mapping":
+                rows.append(row)  # type: ignore[arg-type]
+            elif plan == "model":
+                rows.append(_model_row(row))  # type: ignore[arg-type]
+            else:
+                rows.append(_dataclass_row(row, field_names[type(row)]))
+        return ResultReading("rowset", tuple(rows), plain=all(type(row) is dict for row in rows))
+    except Exception:  # the result's own code raised (a property, a __getattr__): we could not look
+        return UNREADABLE

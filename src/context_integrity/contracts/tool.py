@@ -1,0 +1,69 @@
+"""One tool's contract: everything it declared, validated and normalised once."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .columns import NormalizedColumn, normalize_columns
+from .errors import DeclarationError
+from .errors import refuse as _refuse
+from .grounds import assert_arguments_from, declared_enum_values
+
+
+def assert_tool_name(name: object) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise DeclarationError(
+            f"A tool name must be a non-blank string (got {name!r}). Pass name='...' or use a named function."
+        )
+    return name
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContract:
+    """Everything one tool declared, validated and normalised.
+
+    ``input_schema`` is the JSON schema of the tool's arguments as the model
+    sees it (used for its ``enum`` fence); ``None`` when unknown.
+    """
+
+    name: str
+    description: str | None = None
+    result_columns: tuple[NormalizedColumn, ...] | None = None
+    arguments_from: tuple[str, ...] | None = None
+    input_schema: Mapping[str, Any] | None = None
+    # The schema's enum words, lowered once here so no check re-reads the schema per call.
+    enum_values: frozenset[str] = field(default=frozenset(), compare=False)
+
+
+def define_contract(
+    name: str,
+    *,
+    description: str | None = None,
+    result_columns: object = None,
+    arguments_from: object = None,
+    input_schema: Mapping[str, Any] | None = None,
+) -> ToolContract:
+    """Validate one tool's declarations and return its contract.
+
+    Raises :class:`DeclarationError` (a ``ValueError``) for any declaration
+    the library cannot honour; this is the only place the library raises.
+    """
+    name = assert_tool_name(name)
+    columns = None if result_columns is None else normalize_columns(name, result_columns)
+    grounds = None if arguments_from is None else assert_arguments_from(name, arguments_from)
+    if input_schema is not None and not isinstance(input_schema, Mapping):
+        raise _refuse(
+            name,
+            f"input_schema is {type(input_schema).__name__}, not a JSON schema object.",
+            "Pass the tool's argument schema as a dict, or leave it out.",
+        )
+    return ToolContract(
+        name=name,
+        description=description,
+        result_columns=columns,
+        arguments_from=grounds,
+        input_schema=input_schema,
+        enum_values=declared_enum_values(input_schema),
+    )

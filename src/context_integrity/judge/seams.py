@@ -1,0 +1,294 @@
+"""The judge: one function per seam, each calling the checks registered there.
+
+The judge is the one place that knows which checks a run armed and feeds
+each seam's encounter to them. It never imports OpenTelemetry: the telemetry
+layer turns what it returns into spans, events and metrics, and the same
+judge can run over a recorded trace or in a canary.
+
+Nothing here may raise into the host at run time. A check that raises is
+noted ``unreachable`` for that encounter and kept in
+:attr:`RunJudge.internal_errors`, for the caller to log and record.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, TypeVar
+
+from ..findings import (
+    CHECKED_FAIL,
+    UNREACHABLE,
+    Disposition,
+    Encounter,
+    ExternalGrounding,
+    Finding,
+    Seam,
+    finding_identity,
+)
+from ..ledger import CheckId, DispositionLedger, LedgerRow
+from ..limits import MAX_FINDINGS_PER_RUN, MAX_IDENTITIES_PER_RUN, MAX_IDENTITY_CHARS
+from ..protocol import ModelResponse, RequestFrame
+from .book import ContractBook
+from .dials import Dials
+from .registry import REGISTRY, RegisteredCheck, Registry
+from .state import AnswerSeen, ResponseSeen, RunState, ToolResultSeen, WireSeen
+
+
+@dataclass(frozen=True, slots=True)
+class InternalError:
+    """One failure of our own code, caught before it reached the host."""
+
+    where: str
+    error: BaseException
+
+
+@dataclass(slots=True)
+class ChoiceVerdict:
+    """What the choice seam concluded about one model response.
+
+    ``call_ids[i]`` is the id of the call ``findings[i]`` is about.
+    """
+
+    findings: list[Finding] = field(default_factory=list)
+    call_ids: list[str | None] = field(default_factory=list)
+    excusals: list[ExternalGrounding] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ToolVerdict:
+    """What the write seam concluded about one tool result.
+
+    ``findings`` are the ones to emit (first sighting in this run);
+    ``refusal`` replaces the result when set (column check, enforce mode).
+    """
+
+    findings: list[Finding] = field(default_factory=list)
+    refusal: str | None = None
+
+
+_Seen = TypeVar("_Seen")
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+_SEAM_ORDER: Final[tuple[Seam, ...]] = ("write", "compose", "choice", "claim", "wire")
+
+
+class RunJudge:
+    """One run's judge: its state, the checks it armed, and the ledger they fill.
+
+    ``ledger`` is ``None`` for a tool called outside any run: it is still
+    judged, it just has no row to count in.
+    """
+
+    def __init__(
+        self,
+        contracts: ContractBook,
+        dials: Dials,
+        *,
+        with_ledger: bool = True,
+        clock_ms: Callable[[], int] = _now_ms,
+        registry: Registry = REGISTRY,
+    ) -> None:
+        self.contracts = contracts
+        self.dials = dials
+        self.checks: tuple[RegisteredCheck, ...] = registry.entries
+        self.ledger: DispositionLedger | None = (
+            DispositionLedger(tuple(row for entry in self.checks for row in entry.rows))
+            if with_ledger
+            else None
+        )
+        # Arming is decided once, at the run's start, from the contracts and the dials.
+        armed = [entry for entry in self.checks if entry.built and entry.armed(contracts, dials)]
+        self.armed: dict[Seam, tuple[RegisteredCheck, ...]] = {
+            seam: tuple(entry for entry in armed if entry.seam == seam) for seam in _SEAM_ORDER
+        }
+        self.state = RunState.begin(contracts, dials, grounding=any(entry.keeps_grounds for entry in armed))
+        self.findings: list[Finding] = []
+        self.internal_errors: list[InternalError] = []
+        self._armed_ids = {id(entry) for entry in armed}
+        self._clock_ms = clock_ms
+        self._seen: set[str] = set()
+        self._call_ids = itertools.count(1)
+        self._begun = False
+
+    # ── lifecycle ──────────────────────────────────────────────────────
+    @property
+    def epoch(self) -> int:
+        return self.state.epoch
+
+    @property
+    def work_existed(self) -> bool:
+        return bool(self.state.worked)
+
+    def note_work(self, seam: Seam = "claim") -> None:
+        """Real work happened at ``seam`` (a signal no check writes: dev posture reads it)."""
+        self.state.worked.add(seam)
+
+    def begin(self) -> None:
+        """Note every unarmed or unbuilt registered check ``not-applicable``, once."""
+        if self._begun:
+            return
+        self._begun = True
+        for entry in self.checks:
+            if id(entry) not in self._armed_ids:
+                for row in entry.rows:
+                    self._note(row, "not-applicable")
+
+    def run_canaries(self) -> None:
+        """Dev posture: one known-bad fixture per registered check, through its real pure function.
+
+        Canary findings are never emitted and never counted as real; the ledger's
+        ``synthetic`` column counts them, and a canary minted and not caught is
+        what :meth:`DispositionLedger.assert_alive` reports.
+        """
+        if self.ledger is None:
+            return
+        for entry in self.checks:
+            if entry.canary is None:
+                continue
+            for row in entry.rows:
+                self.ledger.note_synthetic(row, "minted")
+            try:
+                encounter = entry.canary()
+            except Exception as error:
+                self.internal_errors.append(InternalError(f"canary of {entry.name}", error))
+                continue
+            caught = {f.kind for f in encounter.findings if f.synthetic}
+            for row in entry.rows:
+                if row.check in caught:
+                    self.ledger.note_synthetic(row, "caught")
+
+    def report(self) -> list[LedgerRow]:
+        return self.ledger.report() if self.ledger is not None else []
+
+    def next_call_id(self, tool_name: str) -> str:
+        return f"{tool_name}-{next(self._call_ids)}"
+
+    # ── the seams ──────────────────────────────────────────────────────
+    def write(
+        self,
+        tool_name: str,
+        call_id: str,
+        result: object,
+        *,
+        arguments: Callable[[], Mapping[str, Any]] | Mapping[str, Any] | None = None,
+    ) -> ToolVerdict:
+        """Judge one finished tool call (the write seam). Never raises."""
+        self.note_work("write")
+        verdict = ToolVerdict()
+        seen = ToolResultSeen(tool_name, call_id, result, self.contracts.get(tool_name), arguments)
+        for entry in self.armed["write"]:
+            encounter = self._run(entry, entry.write, seen)
+            if encounter is not None:
+                verdict.findings.extend(self._first_sightings(encounter.findings))
+                if encounter.refusal is not None and verdict.refusal is None:
+                    verdict.refusal = encounter.refusal
+        self._bookkeep("recording a tool result", lambda: self.state.after_tool_result(seen))
+        return verdict
+
+    def compose(self, frame: RequestFrame) -> list[Finding]:
+        """Judge one assembled request before it goes to the model (the compose seam). Never raises."""
+        self.note_work("compose")
+        seen = self._bookkeep("reading a request", lambda: self.state.open_request(frame))
+        if seen is None:
+            return []
+        found: list[Finding] = []
+        for entry in self.armed["compose"]:
+            encounter = self._run(entry, entry.compose, seen)
+            if encounter is not None:
+                found.extend(self._first_sightings(encounter.findings))
+        self.state.close_request(seen)
+        return found
+
+    def choice(self, frame: RequestFrame | None, response: ModelResponse) -> ChoiceVerdict:
+        """Judge the calls one model response makes, against the request it answered. Never raises."""
+        self.note_work("choice")
+        verdict = ChoiceVerdict()
+        seen = ResponseSeen(frame, response)
+        for entry in self.armed["choice"]:
+            encounter = self._run(entry, entry.choice, seen)
+            if encounter is None:
+                continue
+            call_of = {id(f): c for f, c in zip(encounter.findings, encounter.call_ids, strict=False)}
+            fresh = self._first_sightings(encounter.findings)
+            verdict.findings.extend(fresh)
+            verdict.call_ids.extend(call_of.get(id(f)) for f in fresh)
+            verdict.excusals.extend(encounter.excusals)
+        return verdict
+
+    def claim(self, text: str | None, output: object = None) -> list[Finding]:
+        """Judge the run's final answer (the claim seam). Never raises."""
+        self.note_work("claim")
+        seen = AnswerSeen(text, output)
+        found: list[Finding] = []
+        for entry in self.armed["claim"]:
+            encounter = self._run(entry, entry.claim, seen)
+            if encounter is not None:
+                found.extend(self._first_sightings(encounter.findings))
+        return found
+
+    def wire(self, tool_names: frozenset[str] | None) -> list[Finding]:
+        """Judge what crossed the wire to the provider (the wire seam). Never raises."""
+        self.note_work("wire")
+        seen = WireSeen(tool_names)
+        found: list[Finding] = []
+        for entry in self.armed["wire"]:
+            encounter = self._run(entry, entry.wire, seen)
+            if encounter is not None:
+                found.extend(self._first_sightings(encounter.findings))
+        return found
+
+    # The names the telemetry layer has always called.
+    judge_tool_result = write
+    judge_request = compose
+    judge_response = choice
+
+    # ── shared machinery ───────────────────────────────────────────────
+    def _run(
+        self, entry: RegisteredCheck, check: Callable[[RunState, _Seen], Encounter] | None, seen: _Seen
+    ) -> Encounter | None:
+        if check is None:
+            return None
+        try:
+            encounter = check(self.state, seen)
+        except Exception as error:  # a broken check must never reach the host
+            self.internal_errors.append(InternalError(entry.name, error))
+            for row in entry.rows:
+                self._note(row, UNREACHABLE)
+            return None
+        for row in entry.rows:
+            self._note(row, encounter.disposition_of(row.check))
+        return encounter
+
+    def _bookkeep(self, where: str, step: Callable[[], Any]) -> Any:
+        try:
+            return step()
+        except Exception as error:
+            self.internal_errors.append(InternalError(where, error))
+            return None
+
+    def _note(self, check_id: CheckId, disposition: Disposition) -> None:
+        if self.ledger is None:
+            return
+        at = self._clock_ms() if disposition == CHECKED_FAIL else None
+        self.ledger.note(check_id, disposition, at)
+
+    def _first_sightings(self, findings: Iterable[Finding]) -> list[Finding]:
+        """Findings not yet filed in this run: one event per defect per run."""
+        fresh: list[Finding] = []
+        for finding in findings:
+            key = finding_identity(finding, with_epoch=False)[:MAX_IDENTITY_CHARS]
+            if key in self._seen:
+                continue
+            if len(self._seen) < MAX_IDENTITIES_PER_RUN:
+                self._seen.add(key)
+            if len(self.findings) < MAX_FINDINGS_PER_RUN:
+                self.findings.append(finding)
+            fresh.append(finding)
+        return fresh

@@ -1,0 +1,225 @@
+"""What one run's checks remember, and what each seam hands them.
+
+:class:`RunState` is the per-run memory (the epoch, which tool results were
+served and evicted, what producers served). Only the judge writes it; the
+registry's seam functions read it. The ``*Seen`` classes are the encounter a
+seam hands every check registered there, each input read at most once and
+only if some check asks for it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..contracts import ToolContract, declared_enum_values
+from ..contracts.results import ResultReading, read_result
+from ..findings import Seam
+from ..limits import MAX_SERVED_RESULTS_PER_RUN, MAX_SERVED_TEXT_CHARS
+from ..protocol import (
+    FrameGround,
+    ModelResponse,
+    RequestFrame,
+    content_text,
+    frame_ground,
+    message_text,
+    tool_names_present,
+)
+from ..text import bounded_json
+from .book import ContractBook
+from .dials import Dials
+
+
+def served_text(value: object) -> str:
+    """A tool result as the text a producer served: what empty-lookup searches for ids."""
+    if isinstance(value, str):
+        return value[:MAX_SERVED_TEXT_CHARS]
+    if isinstance(value, (list, tuple, dict)):
+        try:
+            return bounded_json(value, MAX_SERVED_TEXT_CHARS)[:MAX_SERVED_TEXT_CHARS]
+        except (TypeError, ValueError, RecursionError):
+            pass
+    return content_text(value)[:MAX_SERVED_TEXT_CHARS]
+
+
+# ── What each seam hands its checks ─────────────────────────────────────
+
+
+class ToolResultSeen:
+    """The write seam: one finished tool call. ``reading`` is computed on first use, once."""
+
+    __slots__ = ("_arguments", "_reading", "call_id", "contract", "result", "tool_name")
+
+    def __init__(
+        self,
+        tool_name: str,
+        call_id: str,
+        result: object,
+        contract: ToolContract | None,
+        arguments: Callable[[], Mapping[str, Any]] | Mapping[str, Any] | None,
+    ) -> None:
+        self.tool_name = tool_name
+        self.call_id = call_id
+        self.result = result
+        self.contract = contract
+        self._arguments = arguments
+        self._reading: ResultReading | None = None
+
+    @property
+    def reading(self) -> ResultReading:
+        if self._reading is None:
+            self._reading = read_result(self.result)
+        return self._reading
+
+    def arguments(self) -> Mapping[str, Any]:
+        given = self._arguments
+        if callable(given):
+            return given()
+        return given if given is not None else {}
+
+
+@dataclass(slots=True)
+class RequestSeen:
+    """The compose seam: one assembled request, and which tools' results it holds."""
+
+    frame: RequestFrame
+    offered: tuple[str, ...]
+    present: frozenset[str]
+
+
+class ResponseSeen:
+    """The choice seam: one model response, with the request it answered."""
+
+    __slots__ = ("_ground", "frame", "response")
+
+    def __init__(self, frame: RequestFrame | None, response: ModelResponse) -> None:
+        self.frame = frame
+        self.response = response
+        self._ground: FrameGround | None = None
+
+    def ground(self) -> FrameGround:
+        """The request's texts split by author; empty when the request is unknown."""
+        if self._ground is None:
+            self._ground = frame_ground(self.frame) if self.frame is not None else FrameGround((), ())
+        return self._ground
+
+    def offered_schema(self, tool_name: str) -> object:
+        if self.frame is None:
+            return None
+        for tool in self.frame.tools:
+            if tool.name == tool_name:
+                return tool.input_schema
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerSeen:
+    """The claim seam: the run's final answer."""
+
+    text: str | None
+    output: object = None
+
+
+@dataclass(frozen=True, slots=True)
+class WireSeen:
+    """The wire seam: what actually crossed to the model provider."""
+
+    tool_names: frozenset[str] | None
+
+
+# ── The per-run memory ──────────────────────────────────────────────────
+
+
+@dataclass(slots=True)
+class RunState:
+    """Everything one run's checks need to remember. Written by the judge only."""
+
+    contracts: ContractBook
+    dials: Dials
+    epoch: int = 0
+    # The seams at which real work happened (a request, a response, a tool result): the signal
+    # dev posture reads, which no check writes.
+    worked: set[Seam] = field(default_factory=set)
+    grounds: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    producers: frozenset[str] = frozenset()
+    served: set[str] = field(default_factory=set)
+    # Every tool whose served results some request of this run lacked: the union of all evictions so
+    # far, never shrunk. A re-fetch does not remove a name from it; the check's re-fetch fence (the
+    # ground is present again) is what keeps that request silent, and it is still a real comparison
+    # (checked-pass), not "nothing to be about".
+    evicted: set[str] = field(default_factory=set)
+    produced: deque[tuple[str, str, str]] = field(default_factory=deque)
+    produced_keys: set[tuple[str, str]] = field(default_factory=set)
+
+    @classmethod
+    def begin(cls, contracts: ContractBook, dials: Dials, *, grounding: bool) -> RunState:
+        grounds = contracts.grounds() if grounding else {}
+        return cls(
+            contracts=contracts,
+            dials=dials,
+            grounds=grounds,
+            producers=frozenset(g for names in grounds.values() for g in names),
+        )
+
+    # ── reading ────────────────────────────────────────────────────────
+    def produced_texts(self) -> list[tuple[str, str]]:
+        """(producer, served text) for every producer result this run kept, oldest first."""
+        return [(name, text) for name, _, text in self.produced]
+
+    def enum_values(self, tool_name: str, offered_schema: object) -> frozenset[str]:
+        """The lowered enum words the model was told for a tool: the offered schema's, else the contract's."""
+        if offered_schema is not None:
+            return declared_enum_values(offered_schema)
+        contract = self.contracts.get(tool_name)
+        return contract.enum_values if contract is not None else frozenset()
+
+    # ── bookkeeping (the judge calls these) ────────────────────────────
+    def open_request(self, frame: RequestFrame) -> RequestSeen:
+        """Advance the epoch and measure which served results this request holds and which it lost."""
+        self.epoch += 1
+        present = tool_names_present(frame) if self.grounds else frozenset[str]()
+        if self.grounds:
+            self.remember_frame_results(frame)
+            self.evicted |= self.served - present
+        offered: list[str] = []
+        for tool in frame.tools:
+            if tool.name not in offered:
+                offered.append(tool.name)
+        return RequestSeen(frame=frame, offered=tuple(offered), present=present)
+
+    def close_request(self, seen: RequestSeen) -> None:
+        self.served |= seen.present
+
+    def after_tool_result(self, seen: ToolResultSeen) -> None:
+        if not self.grounds:
+            return
+        self.served.add(seen.tool_name)
+        if seen.tool_name in self.producers:
+            self.remember_produced(seen.tool_name, seen.call_id, seen.result)
+
+    def remember_produced(self, tool_name: str, key: str, value: object) -> None:
+        if (tool_name, key) in self.produced_keys:
+            return
+        text = served_text(value)
+        if not text:
+            return
+        if len(self.produced) >= MAX_SERVED_RESULTS_PER_RUN:
+            oldest_name, oldest_key, _ = self.produced.popleft()
+            self.produced_keys.discard((oldest_name, oldest_key))
+        self.produced.append((tool_name, key, text))
+        self.produced_keys.add((tool_name, key))
+
+    def remember_frame_results(self, frame: RequestFrame) -> None:
+        """Producer results that reach the model through frames count as served, once each."""
+        if not self.producers:
+            return
+        names_by_call = {call.call_id: call.name for message in frame.messages for call in message.tool_calls}
+        for message in frame.messages:
+            if message.role != "tool":
+                continue
+            name = message.tool_name or names_by_call.get(message.tool_call_id or "")
+            if name in self.producers and name is not None:
+                key = message.tool_call_id or f"frame:{hash(message_text(message))}"
+                self.remember_produced(name, key, message.content)
