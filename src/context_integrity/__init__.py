@@ -1,125 +1,115 @@
 """context-integrity: checks what AI agents and their tools hand each other,
-and reports it as OpenTelemetry."""
+and reports it as OpenTelemetry.
+
+The names here are the ones a user writes: ``setup``, ``tool``, ``declare_tool``,
+``run``, ``absent``, the shapes of the loop, the errors and each check's ceiling.
+Everything else lives in its public submodule (``context_integrity.checks``,
+``.contracts``, ``.judge``, ``.ledger``, ``.findings``, ``.telemetry``, ``.recording``,
+``.report``, ``.integrations``).
+
+Each name is imported on first use, so ``import context_integrity`` is cheap and
+``import context_integrity.checks`` (or ``.contracts``, ``.findings``) works
+without OpenTelemetry installed.
+"""
 
 from __future__ import annotations
 
-from .checks.column_types import (
-    COLUMN_TYPE_CEILING,
-    ColumnTypeEncounter,
-    ColumnViolation,
-    check_column_types,
-)
-from .checks.dangling_reference import DANGLING_REFERENCE_CEILING, check_dangling_references
-from .checks.empty_lookup import EMPTY_LOOKUP_CEILING, check_empty_lookup
-from .checks.unsupported_argument import (
-    UNSUPPORTED_ARGUMENT_CEILING,
-    ArmedCall,
-    check_unsupported_arguments,
-)
-from .contracts import (
-    COLUMN_TYPES,
-    Absence,
-    ColumnDeclaration,
-    ColumnType,
-    DeclarationError,
-    NormalizedColumn,
-    ToolContract,
-    absent,
-    assert_arguments_from,
-    assert_result_columns,
-    define_contract,
-    is_absence,
-    normalize_columns,
-)
-from .findings import (
-    DISPOSITIONS,
-    KINDS,
-    SEAMS,
-    Disposition,
-    Encounter,
-    Finding,
-    Kind,
-    Seam,
-    Subject,
-    Witness,
-    dedupe_findings,
-    finding_identity,
-)
-from .integrations.functions import declare_tool, tool
-from .judge import COLUMN_DIALS, REGISTERED_CHECKS, Dials, SetupError
-from .ledger import CheckerDeadError, CheckId, DispositionLedger, LedgerRow
-from .protocol import (
-    ExternalGround,
-    ExternalGrounding,
-    Message,
-    ModelResponse,
-    RequestFrame,
-    ToolCall,
-    ToolDefinition,
-)
-from .telemetry.run import ModelCall, Run, current_run, run
-from .telemetry.setup import Instrumentation, flush, setup, shutdown
+import importlib
+from typing import TYPE_CHECKING, Any
 
+if TYPE_CHECKING:
+    from .checks.column_types import COLUMN_TYPE_CEILING
+    from .checks.dangling_reference import DANGLING_REFERENCE_CEILING
+    from .checks.empty_lookup import EMPTY_LOOKUP_CEILING
+    from .checks.unsupported_argument import UNSUPPORTED_ARGUMENT_CEILING
+    from .contracts import ColumnDeclaration, DeclarationError, absent, is_absence
+    from .findings import ExternalGround, Finding
+    from .integrations.functions import declare_tool, tool
+    from .judge import SetupError
+    from .ledger import CheckerDeadError, LedgerRow
+    from .protocol import Message, ModelResponse, RequestFrame, ToolCall, ToolDefinition
+    from .telemetry.run import ModelCall, Run, current_run, run
+    from .telemetry.setup import Instrumentation, flush, setup, shutdown
+
+# name -> the module that owns it
+_HOMES: dict[str, str] = {
+    # set-up
+    "setup": "telemetry.setup",
+    "flush": "telemetry.setup",
+    "shutdown": "telemetry.setup",
+    "Instrumentation": "telemetry.setup",
+    # declaring tools
+    "tool": "integrations.functions",
+    "declare_tool": "integrations.functions",
+    "ColumnDeclaration": "contracts",
+    "absent": "contracts",
+    "is_absence": "contracts",
+    "ExternalGround": "findings",
+    # runs and the loop protocol
+    "run": "telemetry.run",
+    "current_run": "telemetry.run",
+    "Run": "telemetry.run",
+    "ModelCall": "telemetry.run",
+    "RequestFrame": "protocol",
+    "Message": "protocol",
+    "ToolDefinition": "protocol",
+    "ToolCall": "protocol",
+    "ModelResponse": "protocol",
+    # what comes back
+    "Finding": "findings",
+    "LedgerRow": "ledger",
+    # the errors
+    "DeclarationError": "contracts",
+    "SetupError": "judge",
+    "CheckerDeadError": "ledger",
+    # what each check can never see
+    "COLUMN_TYPE_CEILING": "checks.column_types",
+    "DANGLING_REFERENCE_CEILING": "checks.dangling_reference",
+    "EMPTY_LOOKUP_CEILING": "checks.empty_lookup",
+    "UNSUPPORTED_ARGUMENT_CEILING": "checks.unsupported_argument",
+}
+
+# Kept literal for tools that read it statically; a test holds it equal to the keys of _HOMES.
 __all__ = [
-    "COLUMN_DIALS",
-    "COLUMN_TYPES",
     "COLUMN_TYPE_CEILING",
     "DANGLING_REFERENCE_CEILING",
-    "DISPOSITIONS",
     "EMPTY_LOOKUP_CEILING",
-    "KINDS",
-    "REGISTERED_CHECKS",
-    "SEAMS",
     "UNSUPPORTED_ARGUMENT_CEILING",
-    "Absence",
-    "ArmedCall",
-    "CheckId",
     "CheckerDeadError",
     "ColumnDeclaration",
-    "ColumnType",
-    "ColumnTypeEncounter",
-    "ColumnViolation",
     "DeclarationError",
-    "Dials",
-    "Disposition",
-    "DispositionLedger",
-    "Encounter",
     "ExternalGround",
-    "ExternalGrounding",
     "Finding",
     "Instrumentation",
-    "Kind",
     "LedgerRow",
     "Message",
     "ModelCall",
     "ModelResponse",
-    "NormalizedColumn",
     "RequestFrame",
     "Run",
-    "Seam",
     "SetupError",
-    "Subject",
     "ToolCall",
-    "ToolContract",
     "ToolDefinition",
-    "Witness",
     "absent",
-    "assert_arguments_from",
-    "assert_result_columns",
-    "check_column_types",
-    "check_dangling_references",
-    "check_empty_lookup",
-    "check_unsupported_arguments",
     "current_run",
     "declare_tool",
-    "dedupe_findings",
-    "define_contract",
-    "finding_identity",
     "flush",
     "is_absence",
-    "normalize_columns",
     "run",
     "setup",
     "shutdown",
     "tool",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'context_integrity' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})

@@ -46,17 +46,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict
 
-from context_integrity import (
-    COLUMN_TYPE_CEILING,
-    ColumnTypeEncounter,
-    ColumnViolation,
-    check_column_types,
-)
+from context_integrity import COLUMN_TYPE_CEILING
 from context_integrity.checks.column_types import (
     _ENFORCE_OUTCOME,
     _WARN_OUTCOME,
     COLUMN_TYPES_CANARY,
     ColumnMode,
+    ColumnTypeEncounter,
+    ColumnViolation,
+    check_column_types,
     column_types_canary,
 )
 from context_integrity.contracts import (

@@ -32,16 +32,11 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from context_integrity import (
-    UNSUPPORTED_ARGUMENT_CEILING,
-    ArmedCall,
-    ExternalGround,
-    ExternalGrounding,
-    check_unsupported_arguments,
-    limits,
-)
+from context_integrity import UNSUPPORTED_ARGUMENT_CEILING, ExternalGround, limits
 from context_integrity.checks import CANARY_EPOCH
 from context_integrity.checks.unsupported_argument import (
+    ArmedCall,
+    check_unsupported_arguments,
     unsupported_argument_canary,
 )
 from context_integrity.contracts import declared_enum_values
@@ -51,6 +46,7 @@ from context_integrity.findings import (
     NOT_APPLICABLE,
     UNREACHABLE,
     Encounter,
+    ExternalGrounding,
     tool_subject,
 )
 from context_integrity.protocol import Message, RequestFrame, ToolCall, frame_ground

@@ -52,6 +52,7 @@ from context_integrity.checks.unsupported_argument import (
     ArmedCall,
     check_unsupported_arguments,
 )
+from context_integrity.contracts import ToolContract
 from context_integrity.judge import REGISTERED_CHECKS
 from context_integrity.ledger import ROW_FIELDS
 from context_integrity.protocol import (
@@ -138,7 +139,7 @@ def answers_only_before(turn_start: int) -> Window:
 
 def definition(tool: Any) -> ToolDefinition:
     """The tool as offered to the model, from its contract (decorated function or declared contract)."""
-    contract: ci.ToolContract = getattr(tool, "contract", tool)
+    contract: ToolContract = getattr(tool, "contract", tool)
     return ToolDefinition(contract.name, contract.description, contract.input_schema)
 
 
@@ -604,7 +605,7 @@ HOSTS = [
 ]
 
 
-def _reverse_lookup_tools() -> tuple[Any, ci.ToolContract, Callable[..., list[Any]]]:
+def _reverse_lookup_tools() -> tuple[Any, ToolContract, Callable[..., list[Any]]]:
     @ci.tool
     def list_hosts() -> list[dict[str, str]]:
         """Every host with its initiator WWPN."""

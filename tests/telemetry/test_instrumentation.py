@@ -23,7 +23,7 @@ from tests.conftest import Telemetry
 
 import context_integrity as ci
 from context_integrity.checks.column_types import COLUMN_TYPE_CEILING
-from context_integrity.judge import REGISTERED_CHECKS
+from context_integrity.judge import COLUMN_DIALS, REGISTERED_CHECKS
 from context_integrity.judge import registry as judge_module
 from context_integrity.ledger import ROW_FIELDS
 from context_integrity.telemetry import names
@@ -215,7 +215,7 @@ class TestDials:
     def test_a_bad_dial_is_refused_listing_the_three_words(self, bad: object) -> None:
         with pytest.raises(ci.SetupError) as refused:
             ci.setup(check_column_types=bad)  # type: ignore[arg-type]
-        for word in ci.COLUMN_DIALS:
+        for word in COLUMN_DIALS:
             assert repr(word) in str(refused.value)
 
     def test_setup_again_reconfigures_dials_without_a_second_processor(self, telemetry: Telemetry) -> None:

@@ -53,6 +53,8 @@ class RegisteredCheck:
 
     name: str
     rows: tuple[CheckId, ...]
+    # What arms it, in the operator's words: the README's ledger table quotes this.
+    armed_by: str = "not built yet"
     armed: Arming = _never
     write: WriteJudge | None = None
     compose: ComposeJudge | None = None
@@ -165,6 +167,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
     RegisteredCheck(
         "dangling reference",
         rows=(CheckId("dangling-reference", "compose"),),
+        armed_by="any declared tool with `arguments_from`",
         armed=_grounding,
         compose=_dangling_at_compose,
         keeps_grounds=True,
@@ -173,6 +176,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
     RegisteredCheck(
         "unsupported argument",
         rows=(CheckId("unsupported-argument", "choice"),),
+        armed_by="any declared tool with `arguments_from`",
         armed=_grounding,
         choice=_unsupported_at_choice,
         keeps_grounds=True,
@@ -182,6 +186,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
     RegisteredCheck(
         "empty lookup",
         rows=(CheckId("empty-lookup", "write"),),
+        armed_by="`arguments_from` and `setup(notice_empty_lookups=True)`",
         armed=_empty_lookups,
         write=_empty_lookup_at_write,
         keeps_grounds=True,
@@ -190,6 +195,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
     RegisteredCheck(
         "column types",
         rows=(CheckId("column-type-mismatch", "write"), CheckId("missing-column", "write")),
+        armed_by="`result_columns` and `setup(check_column_types=...)` set to `'warn'` or `'enforce'`",
         armed=_column_types,
         write=_column_types_at_write,
         canary=column_types_canary,
@@ -230,3 +236,13 @@ class Registry:
 
 
 REGISTRY: Final = Registry(BUILT_IN)
+
+
+def ledger_table() -> str:
+    """The README's ledger table, one line per registered row, read from the registry."""
+    lines = ["| row | seam | armed by | canary |", "| --- | --- | --- | --- |"]
+    for entry in REGISTRY:
+        canary = "yes" if entry.canary is not None else "—"
+        for row in entry.rows:
+            lines.append(f"| `{row.render()}` | {row.seam} | {entry.armed_by} | {canary} |")
+    return "\n".join(lines)

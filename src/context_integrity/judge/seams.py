@@ -164,6 +164,11 @@ class RunJudge:
                 if row.check in caught:
                     self.ledger.note_synthetic(row, "caught")
 
+    def take_internal_errors(self) -> list[InternalError]:
+        """Our own failures since the last call, handed over once each (the caller logs and records them)."""
+        taken, self.internal_errors = self.internal_errors, []
+        return taken
+
     def report(self) -> list[LedgerRow]:
         return self.ledger.report() if self.ledger is not None else []
 

@@ -82,9 +82,8 @@ def record_judge_errors(span: Span | None, judge: RunJudge | None) -> None:
     """Put the failures the judge caught inside its checks on the span they happened under."""
     if judge is None:
         return
-    for problem in judge.internal_errors:
+    for problem in judge.take_internal_errors():
         record_internal_error(span, f"check {problem.where}", problem.error)
-    judge.internal_errors.clear()
 
 
 def mark_error(span: Span, error: BaseException) -> None:
