@@ -29,7 +29,6 @@ from context_integrity.telemetry import names
 from context_integrity.telemetry.file_export import OtlpJsonLinesMetricExporter, OtlpJsonLinesSpanExporter
 from context_integrity.telemetry.schema import (
     finding_attributes,
-    row_event_attributes,
     summary_attributes,
 )
 
@@ -57,18 +56,17 @@ def emit_summary(
     posture: str = "observe",
     work_existed: bool = True,
     outcome: str = "ok",
-    row_events: bool = True,
+    extra: dict[str, AttributeValue] | None = None,
 ) -> None:
+    attributes = summary_attributes(
+        ledger.report(), ledger.totals(), posture=posture, work_existed=work_existed, outcome=outcome
+    )
     with tracer.start_as_current_span(
         names.DISPOSITION_SPAN,
         context=set_span_in_context(run_span),
-        attributes=summary_attributes(
-            ledger.report(), ledger.totals(), posture=posture, work_existed=work_existed, outcome=outcome
-        ),
-    ) as summary:
-        if row_events:
-            for row in ledger.report():
-                summary.add_event(names.DISPOSITION_ROW_EVENT, row_event_attributes(row))
+        attributes={**attributes, **(extra or {})},
+    ):
+        pass
 
 
 @contextmanager

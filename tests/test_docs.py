@@ -46,7 +46,6 @@ def test_every_emitted_name_is_in_the_telemetry_table() -> None:
     for name in (
         names.FINDING_EVENT,
         names.DISPOSITION_SPAN,
-        names.DISPOSITION_ROW_EVENT,
         names.FINDINGS_METRIC,
         names.PROMETHEUS_FINDINGS_METRIC,
         names.FINDINGS_COUNT,

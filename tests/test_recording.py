@@ -292,16 +292,23 @@ def test_a_span_read_twice_is_kept_once_and_reported(scenario_lines: list[str]) 
 
 
 # ── Summary span details ────────────────────────────────────────────────
-def test_ledger_is_rebuilt_from_row_attributes_when_row_events_are_missing(tmp_path: Path) -> None:
-    path = tmp_path / "scalars.jsonl"
+def test_a_summary_that_writes_every_zero_reads_the_same(tmp_path: Path) -> None:
+    """Recordings from before the sparse counts wrote every field of every row, zeros included."""
+    path = tmp_path / "dense.jsonl"
     provider, tracer = tracer_into(path)
     ledger = scenario_ledger()
+    dense = {
+        names.row_attribute(row.check, row.seam, field): value
+        for row in ledger.report()
+        for field, value in row.as_dict().items()
+        if field not in ROW_FIELDS[:2]
+    }
     with run_span(tracer, AGENT) as run:
-        emit_summary(tracer, run, ledger, row_events=False)
+        emit_summary(tracer, run, ledger, extra=dense)
     provider.shutdown()
     recording = read_recording(path)
+    assert recording.problems == []
     assert recording.runs[0].ledger == [row.as_dict() for row in ledger.report()]
-    assert any("rebuilt" in p for p in recording.problems)
 
 
 def test_outcome_and_posture_read_as_recorded(tmp_path: Path) -> None:
@@ -436,9 +443,9 @@ def test_a_ledger_row_with_non_integer_counts_is_reported_and_not_judged(scenari
     summary_line = next(line for line in scenario_lines if names.DISPOSITION_SPAN in line)
     document = json.loads(summary_line)
     span = document[otlp.RESOURCE_SPANS][0]["scopeSpans"][0]["spans"][0]
-    first_row = next(e for e in span["events"] if e["name"] == names.DISPOSITION_ROW_EVENT)
-    for attribute in first_row["attributes"]:
-        if attribute["key"] == names.row_event_attribute(COUNT_FIELDS[0]):
+    first = REGISTERED_CHECKS[0]
+    for attribute in span["attributes"]:
+        if attribute["key"] == names.row_attribute(first.check, first.seam, COUNT_FIELDS[0]):
             attribute["value"] = {"stringValue": "lots"}
     lines = [line for line in scenario_lines if line is not summary_line] + [json.dumps(document)]
     recording = read_recording_text(lines)

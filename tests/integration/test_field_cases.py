@@ -63,7 +63,7 @@ from context_integrity.protocol import (
     ToolDefinition,
     frame_ground,
 )
-from context_integrity.telemetry import names
+from context_integrity.telemetry import names, schema
 
 MODEL = "scripted-1"
 CHAT = names.chat_span_name(MODEL)
@@ -216,16 +216,21 @@ def witness(event: Mapping[str, Any], index: int, field_name: str) -> Any:
     return event[names.witness_attribute(index, field_name)]
 
 
+def ledger_rows(summary: ReadableSpan) -> list[dict[str, Any]]:
+    """A summary span's ledger rows, decoded as the recording reader decodes them."""
+    problems: list[str] = []
+    rows = schema.decode_summary(attrs(summary), problems).rows
+    assert problems == []
+    return rows
+
+
 def summary_rows(telemetry: Telemetry) -> dict[tuple[str, str], dict[str, Any]]:
-    """The one summary span's row events, keyed (check, seam), after asserting their shape."""
+    """The one summary span's ledger rows, keyed (check, seam), after asserting their shape."""
     (summary,) = telemetry.summaries()
-    rows = events(summary, names.DISPOSITION_ROW_EVENT)
-    keys = [(r[names.row_event_attribute("check")], r[names.row_event_attribute("seam")]) for r in rows]
+    rows = ledger_rows(summary)
+    keys = [(r["check"], r["seam"]) for r in rows]
     assert keys == [(c.check, c.seam) for c in REGISTERED_CHECKS]
-    return {
-        key: {f: r[names.row_event_attribute(f)] for f in ROW_FIELDS if names.row_event_attribute(f) in r}
-        for key, r in zip(keys, rows, strict=True)
-    }
+    return {key: {f: r[f] for f in ROW_FIELDS if f in r} for key, r in zip(keys, rows, strict=True)}
 
 
 def counts(row: Mapping[str, Any]) -> dict[str, int]:
@@ -882,14 +887,12 @@ def test_every_field_case_run_ends_with_one_summary_row_per_registered_check(
     summaries = telemetry.summaries()
     assert len(summaries) == len(run_spans) >= 1
     for summary in summaries:
-        rows = events(summary, names.DISPOSITION_ROW_EVENT)
+        rows = ledger_rows(summary)
         assert len(rows) == len(REGISTERED_CHECKS)
         assert attrs(summary)[names.WORK_EXISTED] is True
         assert attrs(summary)[names.RUN_OUTCOME] == "ok"
         for row in rows:
-            touched = sum(
-                row[names.row_event_attribute(f)] for f in ("checked", "not_applicable", "unreachable")
-            )
+            touched = sum(row[f] for f in ("checked", "not_applicable", "unreachable"))
             assert touched >= 1, row  # no registered check is ever silent
     chat_parents = {s.parent.span_id for s in telemetry.named(CHAT) if s.parent is not None}
     assert chat_parents <= {s.context.span_id for s in run_spans}

@@ -14,7 +14,8 @@ The laws under test:
   the witness values, and the span-level findings count;
 - the quoted-numbers tool carries column-type-mismatch findings too; the ``0.0 GB`` disk tool
   carries none (its result is well typed, which is all this check can see);
-- the summary span carries one row event per registered check, naming each (check, seam) once;
+- the summary span carries one row per registered check (its per-row attributes), naming each
+  (check, seam) once;
 - in Phoenix's UI (headless Chromium), the tool span's Events tab shows the finding event with
   its witness values; the screenshot is kept as a test artifact.
 """
@@ -31,7 +32,7 @@ import pytest
 
 from context_integrity import demo
 from context_integrity.judge import REGISTERED_CHECKS
-from context_integrity.telemetry import names
+from context_integrity.telemetry import names, schema
 
 from ._services import (
     ARTIFACTS,
@@ -207,18 +208,18 @@ def test_quoted_numbers_are_findings_and_the_zero_gb_disk_passes(delivered: Deli
 
 
 def test_the_summary_span_carries_one_row_per_registered_check(delivered: Delivered) -> None:
-    check = names.row_event_attribute("check")
-    seam = names.row_event_attribute("seam")
     for spans in delivered.traces().values():
         summary = _one(spans, names.DISPOSITION_SPAN)
-        rows = [e["attributes"] for e in summary["events"] if e["name"] == names.DISPOSITION_ROW_EVENT]
-        assert sorted((r[check], r[seam]) for r in rows) == sorted(
+        problems: list[str] = []
+        rows = schema.decode_summary(summary["attributes"], problems).rows
+        assert problems == []
+        assert sorted((r["check"], r["seam"]) for r in rows) == sorted(
             (c.check, c.seam) for c in REGISTERED_CHECKS
         )
-        by_check = {(r[check], r[seam]): r for r in rows}
+        by_check = {(r["check"], r["seam"]): r for r in rows}
         mismatch_row = by_check[(COLUMN_TYPE_MISMATCH, "write")]
-        assert mismatch_row[names.row_event_attribute("findings")] >= 1
-        assert mismatch_row[names.row_event_attribute("checked")] == len(demo.SCRIPT)
+        assert isinstance(mismatch_row["findings"], int) and mismatch_row["findings"] >= 1
+        assert mismatch_row["checked"] == len(demo.SCRIPT)
 
 
 # ── The UI ─────────────────────────────────────────────────────────────────────────────────────
@@ -278,3 +279,41 @@ def test_phoenix_ui_shows_the_finding_event_and_its_witnesses(phoenix: Phoenix, 
     assert witness_value in body
     assert COLUMN_TYPE_MISMATCH in body
     assert Path(SCREENSHOT).stat().st_size > 10_000
+
+
+LEDGER_SCREENSHOT = ARTIFACTS / "phoenix-ledger.png"
+
+
+@pytest.mark.parametrize("delivered", ["grpc"], indirect=True)
+def test_phoenix_ui_shows_the_ledger_on_the_summary_span(phoenix: Phoenix, delivered: Delivered) -> None:
+    """The ledger is written once, as the summary span's attributes: the UI path to it is that
+    span's Attributes tab, where each check's row reads with its counts."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        missing("the playwright Python package", "pip install playwright (the test extra has it)")
+    if not CHROMIUM_BIN.exists():
+        missing(str(CHROMIUM_BIN), "the Debian chromium package")
+
+    summary = _one(delivered.traces()[delivered.run_trace_id("warn")], names.DISPOSITION_SPAN)
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM_BIN), headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1600, "height": 1600})
+            page.set_default_timeout(UI_TIMEOUT_MS)
+            page.goto(f"{phoenix.base_url}/redirects/spans/{summary['context']['span_id']}")
+            page.get_by_role("tab", name=re.compile(r"^Attributes")).click()
+            page.get_by_text(re.compile(re.escape(COLUMN_TYPE_MISMATCH))).first.wait_for()
+            page.screenshot(path=str(LEDGER_SCREENSHOT), full_page=True)
+            body = page.inner_text("body")
+        finally:
+            browser.close()
+
+    for check in REGISTERED_CHECKS:
+        assert check.check in body, check
+    for field in ("checked", "findings", "not_applicable"):
+        assert field in body, field
+    assert Path(LEDGER_SCREENSHOT).stat().st_size > 10_000

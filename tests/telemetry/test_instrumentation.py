@@ -26,7 +26,7 @@ from context_integrity.checks.column_types import COLUMN_TYPE_CEILING
 from context_integrity.judge import COLUMN_DIALS, REGISTERED_CHECKS
 from context_integrity.judge import registry as judge_module
 from context_integrity.ledger import ROW_FIELDS
-from context_integrity.telemetry import names
+from context_integrity.telemetry import names, schema
 
 LUN_ROWS = [
     {"host_group": "vdi-a", "logical_unit_number": ""},
@@ -48,16 +48,17 @@ def _events(span: ReadableSpan, name: str) -> list[dict[str, Any]]:
     return [dict(e.attributes or {}) for e in span.events if e.name == name]
 
 
-def _row_events(summary: ReadableSpan) -> list[dict[str, Any]]:
-    return _events(summary, names.DISPOSITION_ROW_EVENT)
+def _rows(summary: ReadableSpan) -> list[dict[str, Any]]:
+    """The ledger rows the summary span carries, decoded as the recording reader decodes them."""
+    problems: list[str] = []
+    rows = schema.decode_summary(dict(summary.attributes or {}), problems).rows
+    assert problems == []
+    return rows
 
 
 def _row(summary: ReadableSpan, check: str, seam: str) -> dict[str, Any]:
-    for row in _row_events(summary):
-        if (
-            row[names.row_event_attribute("check")] == check
-            and row[names.row_event_attribute("seam")] == seam
-        ):
+    for row in _rows(summary):
+        if row["check"] == check and row["seam"] == seam:
             return row
     raise AssertionError(f"no row {check}@{seam}")
 
@@ -178,8 +179,8 @@ class TestDials:
         assert names.FINDINGS_COUNT not in dict(span.attributes or {})
         summary = telemetry.summaries()[0]
         row = _row(summary, "column-type-mismatch", "write")
-        assert row[names.row_event_attribute("not_applicable")] == 1
-        assert row[names.row_event_attribute("checked")] == 0
+        assert row["not_applicable"] == 1
+        assert row["checked"] == 0
         assert agent_run.findings == []
 
     def test_warn_returns_the_very_same_object_with_findings_filed(self, telemetry: Telemetry) -> None:
@@ -235,10 +236,9 @@ class TestSummarySpan:
         assert summary.context.trace_id == run_span.context.trace_id
         attrs = dict(summary.attributes or {})
         assert attrs[names.RUN_OUTCOME] == outcome
-        rows = _row_events(summary)
-        assert [
-            (r[names.row_event_attribute("check")], r[names.row_event_attribute("seam")]) for r in rows
-        ] == [(c.check, c.seam) for c in REGISTERED_CHECKS]
+        rows = _rows(summary)
+        assert [(r["check"], r["seam"]) for r in rows] == [(c.check, c.seam) for c in REGISTERED_CHECKS]
+        assert not summary.events  # the ledger is written once, as attributes
         return summary
 
     def test_a_normal_run_has_one_summary_with_rows_totals_and_scalars(self, telemetry: Telemetry) -> None:
@@ -255,23 +255,24 @@ class TestSummarySpan:
         assert attrs[names.row_attribute("column-type-mismatch", "write", "findings")] == 1
         assert attrs[names.row_attribute("missing-column", "write", "checked")] == 1
         assert attrs[names.row_attribute("missing-column", "write", "findings")] == 0
-        mismatch = _row(summary, "column-type-mismatch", "write")
-        assert names.row_event_attribute("last_fired_at") in mismatch
-        missing = _row(summary, "missing-column", "write")
-        assert names.row_event_attribute("last_fired_at") not in missing
-        for row in _row_events(summary):
+        assert names.row_attribute("column-type-mismatch", "write", "last_fired_at") in attrs
+        assert names.row_attribute("missing-column", "write", "last_fired_at") not in attrs
+        for row in _rows(summary):
             for field in ROW_FIELDS:
-                if field != "last_fired_at":
-                    assert names.row_event_attribute(field) in row
+                key = names.row_attribute(row["check"], row["seam"], field)
+                if field in schema.SPARSE_COUNT_FIELDS:  # written only when nonzero
+                    assert (key in attrs) is (row[field] != 0)
+                elif field not in ("check", "seam", "last_fired_at"):
+                    assert key in attrs
 
     def test_every_unarmed_check_is_noted_not_applicable_once(self, telemetry: Telemetry) -> None:
         telemetry.configure()
         with ci.run("q"):
             pass
         (summary,) = telemetry.summaries()
-        for row in _row_events(summary):
-            assert row[names.row_event_attribute("not_applicable")] == 1, row
-            assert row[names.row_event_attribute("checked")] == 0
+        for row in _rows(summary):
+            assert row["not_applicable"] == 1, row
+            assert row["checked"] == 0
         assert dict(summary.attributes or {})[names.WORK_EXISTED] is False
 
     def test_a_run_that_raises_still_has_exactly_one_summary(self, telemetry: Telemetry) -> None:

@@ -171,7 +171,7 @@ rows = st.builds(
     st.none() | small_ints,
 )
 ledgers = st.lists(rows, max_size=len(REGISTERED_CHECKS), unique_by=lambda row: row.check_id)
-totals = st.dictionaries(st.sampled_from(ROW_FIELDS[2:-1]), small_ints)
+totals = st.fixed_dictionaries({count: small_ints for count in schema.COUNT_FIELDS})
 
 
 @settings(max_examples=100, deadline=None)
@@ -197,11 +197,11 @@ def test_a_summary_row_with_a_broken_count_is_reported_not_dropped() -> None:
         schema.summary_attributes([row], {}, posture="observe", work_existed=True, outcome="ok")
     )
     encoded[names.row_attribute(row.check, row.seam, "checked")] = "lots"
-    del encoded[names.row_attribute(row.check, row.seam, "unreachable")]
+    del encoded[names.row_attribute(row.check, row.seam, "not_applicable")]
     problems: list[str] = []
     [decoded] = schema.decode_summary(encoded, problems).rows
     assert decoded["checked"] == "lots"
-    assert problems == ["ledger row 0 lacks unreachable", "ledger row 0 has non-integer checked"]
+    assert problems == ["ledger row 0 lacks not_applicable", "ledger row 0 has non-integer checked"]
 
 
 @given(path=texts, value=texts, source=texts, tool=tools, call_id=tools)
@@ -224,3 +224,27 @@ def test_an_internal_error_round_trips() -> None:
 
     encoded = schema.internal_error_attributes("judge.write", Odd("x"))
     assert schema.decode_internal_error(encoded) == {"where": "judge.write", "type": Odd.__qualname__}
+
+
+@given(ledger=ledgers, totals=totals)
+def test_the_exceptional_counts_are_written_only_when_nonzero(
+    ledger: list[LedgerRow], totals: dict[str, int]
+) -> None:
+    encoded = schema.summary_attributes(ledger, totals, posture="observe", work_existed=True, outcome="ok")
+    for row in ledger:
+        for row_field in ROW_FIELDS[2:]:
+            value = getattr(row, row_field)
+            written = names.row_attribute(row.check, row.seam, row_field) in encoded
+            if row_field in schema.SPARSE_COUNT_FIELDS:
+                assert written is (value != 0)
+            elif row_field == schema.LAST_FIRED_FIELD:
+                assert written is (value is not None)
+            else:
+                assert written  # the everyday counts, zero or not
+    for key, value in totals.items():
+        written = names.totals_attribute(key) in encoded
+        assert written is (value != 0 or key not in schema.SPARSE_COUNT_FIELDS)
+
+
+def test_the_sparse_counts_are_row_fields() -> None:
+    assert set(schema.SPARSE_COUNT_FIELDS) <= set(schema.COUNT_FIELDS)

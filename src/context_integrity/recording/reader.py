@@ -128,7 +128,6 @@ class _Disposition:
 _OUR_CALL_EVENTS: Final = frozenset(
     {names.FINDING_EVENT, names.EXTERNAL_GROUND_EVENT, names.INTERNAL_ERROR_EVENT}
 )
-_KEPT_EVENTS: Final = _OUR_CALL_EVENTS | {names.DISPOSITION_ROW_EVENT}
 _RUN_PREFIX: Final = names.run_span_name("")
 _TOOL_PREFIX: Final = names.tool_span_name("")
 
@@ -273,7 +272,7 @@ class _Reader:
 
         if is_disposition:
             self._dispositions.append(
-                _Disposition(number, trace_id, span_id, parent_id, self._summary(number, attrs, events))
+                _Disposition(number, trace_id, span_id, parent_id, self._summary(number, attrs))
             )
             return
 
@@ -339,7 +338,7 @@ class _Reader:
         for entry in as_list(node, "events"):
             event = as_object(entry, "an event")
             name = event.get("name")
-            if not isinstance(name, str) or name not in _KEPT_EVENTS:
+            if not isinstance(name, str) or name not in _OUR_CALL_EVENTS:
                 continue
             attrs = attributes(event.get("attributes"), skipped)
             dropped = int64(event.get("droppedAttributesCount"), "droppedAttributesCount") or 0
@@ -381,24 +380,11 @@ class _Reader:
             record.call_id = _optional_str(span_attributes.get(names.GEN_AI_TOOL_CALL_ID))
         return record
 
-    def _summary(
-        self, number: int, attrs: Mapping[str, object], events: list[_Event]
-    ) -> schema.SummaryFields:
+    def _summary(self, number: int, attrs: Mapping[str, object]) -> schema.SummaryFields:
         problems: list[str] = []
-        row_events = [e for e in events if e.name == names.DISPOSITION_ROW_EVENT]
-        rows = [
-            schema.decode_row_event(index, event.attributes, problems)
-            for index, event in enumerate(row_events)
-        ]
-        summary = schema.decode_summary(attrs, problems, rows=rows or None)
+        summary = schema.decode_summary(attrs, problems)
         for problem in problems:
             self.problem(number, problem)
-        if not rows and summary.rows:
-            self.problem(
-                number,
-                f"the summary span carries no {names.DISPOSITION_ROW_EVENT} events; "
-                "the ledger was rebuilt from its per-row attributes",
-            )
         return summary
 
     def _logs_line(self, resource_logs: object) -> None:

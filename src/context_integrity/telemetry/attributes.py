@@ -10,7 +10,6 @@ from __future__ import annotations
 from .schema import (
     finding_attributes,
     internal_error_attributes,
-    row_event_attributes,
     scalar,
     summary_attributes,
     witness_attributes,
@@ -19,7 +18,6 @@ from .schema import (
 __all__ = [
     "finding_attributes",
     "internal_error_attributes",
-    "row_event_attributes",
     "scalar",
     "summary_attributes",
     "witness_attributes",

@@ -7,8 +7,10 @@ encoding the OpenTelemetry Collector's ``file`` exporter writes and its
 can be replayed into a collector, and ``context-integrity report`` can read it
 without any OpenTelemetry installed.
 
-The encoding is the SDK's own OTLP protobuf encoding, rendered with protobuf's
-JSON mapping and then corrected where OTLP/JSON deviates from that mapping:
+Spans, the bulk of a recording, are encoded straight to OTLP/JSON by
+:mod:`.otlp_json` (equal to the SDK's protobuf encoding, ids in hex). Metrics
+and logs, written far less often, take the SDK's own protobuf encoding rendered
+with protobuf's JSON mapping and corrected where OTLP/JSON deviates from it:
 trace and span ids are lowercase hex, not base64 (enums as integers and
 lowerCamelCase keys are asked of the mapping directly).
 
@@ -32,7 +34,6 @@ from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import Message
 from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
 from opentelemetry.exporter.otlp.proto.common.metrics_encoder import encode_metrics
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.metrics.export import (
     AggregationTemporality,
     MetricExporter,
@@ -45,6 +46,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from ..paths import default_recording_path
 from . import names
+from .otlp_json import spans_document
 
 try:  # SDK >= 1.39 names the log exporter interface LogRecordExporter.
     from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
@@ -94,11 +96,6 @@ def to_otlp_json(request: Message) -> dict[str, Any]:
     document: dict[str, Any] = MessageToDict(request, use_integers_for_enums=True)
     _hex_ids(document)
     return document
-
-
-def spans_document(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
-    """Finished spans as one OTLP/JSON ``{"resourceSpans": [...]}`` document."""
-    return to_otlp_json(encode_spans(spans))
 
 
 def _json_line(document: dict[str, Any]) -> bytes:
@@ -165,12 +162,6 @@ class _JsonLinesFile:
             _logger.warning("%s (further failures are not logged until a write succeeds)", message)
 
 
-def _has_spans(document: dict[str, Any]) -> bool:
-    return any(
-        scope.get("spans") for rs in document.get("resourceSpans", ()) for scope in rs.get("scopeSpans", ())
-    )
-
-
 class OtlpJsonLinesSpanExporter(SpanExporter):
     """Appends each batch of spans to ``path`` as one ``{"resourceSpans": [...]}`` line."""
 
@@ -188,8 +179,7 @@ class OtlpJsonLinesSpanExporter(SpanExporter):
             return SpanExportResult.SUCCESS
 
         def encode() -> dict[str, Any] | None:
-            document = spans_document(spans)
-            return document if _has_spans(document) else None
+            return spans_document(spans) or None
 
         return SpanExportResult.SUCCESS if self._file.append(encode) else SpanExportResult.FAILURE
 

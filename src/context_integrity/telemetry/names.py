@@ -124,14 +124,11 @@ INTERNAL_ERROR_TYPE: Final = f"{_NS}.internal_error.type"
 
 # ── The run summary ─────────────────────────────────────────────────────
 DISPOSITION_SPAN: Final = f"{_NS}.disposition"
-DISPOSITION_ROW_EVENT: Final = f"{_NS}.disposition.row"
 POSTURE: Final = f"{_NS}.posture"
 WORK_EXISTED: Final = f"{_NS}.work_existed"
 RUN_OUTCOME: Final = f"{_NS}.run.outcome"
 TOTALS_PREFIX: Final = f"{_NS}.totals"
 ROW_PREFIX: Final = f"{_NS}.row"
-# Inside a disposition.row event: the row's own fields under this prefix.
-ROW_EVENT_PREFIX: Final = f"{_NS}.row"
 
 
 def totals_attribute(field: str) -> str:
@@ -142,11 +139,6 @@ def totals_attribute(field: str) -> str:
 def row_attribute(check: str, seam: str, field: str) -> str:
     """``context_integrity.row.<check>.<seam>.<field>``: one scalar per row field, for queries."""
     return f"{ROW_PREFIX}.{check}.{seam}.{field}"
-
-
-def row_event_attribute(field: str) -> str:
-    """``context_integrity.row.<field>`` inside a ``disposition.row`` event."""
-    return f"{ROW_EVENT_PREFIX}.{field}"
 
 
 # ── Metrics ─────────────────────────────────────────────────────────────

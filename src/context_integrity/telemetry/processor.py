@@ -5,8 +5,9 @@ exactly once however the run ended (normally, by exception, by cancellation)
 and even when something other than :class:`~context_integrity.telemetry.run.Run`
 ended the span. A run that adopted a host's run span (one this provider may never see end)
 has its summary written by :meth:`DispositionSpanProcessor.emit_under` when the run ends.
-The summary span is a child of the run span and carries the disposition ledger as scalar attributes (for TraceQL and span metrics) and as
-one event per row (for trace UIs).
+The summary span is a child of the run span and carries the disposition ledger once, as
+scalar attributes: TraceQL, span metrics, Jaeger's tag search and every trace UI's attribute
+view read them (no row events: the ledger twice was most of the span's weight).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Tracer
 
 from ..ledger import LedgerRow
 from . import names
-from .schema import row_event_attributes, summary_attributes
+from .schema import summary_attributes
 
 logger = logging.getLogger("context_integrity")
 
@@ -110,8 +111,6 @@ class DispositionSpanProcessor(SpanProcessor):
                 outcome=summary.outcome,
             ),
         )
-        for row in summary.rows:
-            span.add_event(names.DISPOSITION_ROW_EVENT, row_event_attributes(row), timestamp=at)
         span.end(end_time=at)
 
     def shutdown(self) -> None:

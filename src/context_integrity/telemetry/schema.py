@@ -37,7 +37,10 @@ LAST_FIRED_FIELD: Final = ROW_FIELDS[-1]
 COUNT_FIELDS: Final[tuple[str, ...]] = tuple(
     f for f in ROW_FIELDS if f not in (*ROW_IDENTITY, LAST_FIRED_FIELD)
 )
-_ROW_VALUE_FIELDS: Final = frozenset(ROW_FIELDS[2:])
+_ROW_VALUE_ORDER: Final = ROW_FIELDS[2:]
+_ROW_VALUE_FIELDS: Final = frozenset(_ROW_VALUE_ORDER)
+# Counts written only when nonzero (see summary_attributes); a reader takes absence as zero.
+SPARSE_COUNT_FIELDS: Final[tuple[str, ...]] = ("unreachable", "synthetic")
 _ROW_PREFIX: Final = names.ROW_PREFIX + "."
 _TOTALS_PREFIX: Final = names.TOTALS_PREFIX + "."
 
@@ -247,25 +250,30 @@ def summary_attributes(
     work_existed: bool,
     outcome: str,
 ) -> Attributes:
-    """The summary span's attributes: one scalar per row field, for queries and alerts."""
+    """The summary span's attributes: the ledger once, one scalar per row field, for queries and alerts.
+
+    ``checked``, ``findings`` and ``not_applicable`` are always written, zero or
+    not, so a query can ask for a row that ran clean. The exceptional counts
+    (:data:`SPARSE_COUNT_FIELDS`: ``unreachable``, ``synthetic``) are written
+    only when nonzero, in the rows and in the totals alike, and ``last_fired_at``
+    only once a check fired: a query for them asks ``> 0`` (or for presence),
+    and leaving the zeros out keeps a 9-row summary under 3 KB of OTLP.
+    """
     out: Attributes = {
         names.POSTURE: posture,
         names.WORK_EXISTED: work_existed,
         names.RUN_OUTCOME: outcome,
     }
     for key, value in totals.items():
-        out[names.totals_attribute(key)] = value
+        if value or key not in SPARSE_COUNT_FIELDS:
+            out[names.totals_attribute(key)] = value
     for row in rows:
-        data = row.as_dict()
-        for row_field in ROW_FIELDS[2:]:
-            if row_field in data:
-                out[names.row_attribute(row.check, row.seam, row_field)] = data[row_field]  # type: ignore[assignment]
+        for row_field in _ROW_VALUE_ORDER:
+            value = getattr(row, row_field)
+            if value is None or (not value and row_field in SPARSE_COUNT_FIELDS):
+                continue
+            out[names.row_attribute(row.check, row.seam, row_field)] = value
     return out
-
-
-def row_event_attributes(row: LedgerRow) -> Attributes:
-    """One ``context_integrity.disposition.row`` event; ``last_fired_at`` only once set."""
-    return {names.row_event_attribute(k): v for k, v in row.as_dict().items()}  # type: ignore[misc]
 
 
 @dataclass(slots=True)
@@ -281,6 +289,8 @@ class SummaryFields:
 
 
 def _checked_row(index: int, row: dict[str, object], problems: list[str]) -> dict[str, object]:
+    for sparse in SPARSE_COUNT_FIELDS:
+        row.setdefault(sparse, 0)
     absent = [f for f in ROW_FIELDS if f not in row and f != LAST_FIRED_FIELD]
     if absent:
         problems.append(f"ledger row {index} lacks {', '.join(absent)}")
@@ -288,16 +298,6 @@ def _checked_row(index: int, row: dict[str, object], problems: list[str]) -> dic
     if not_counts:
         problems.append(f"ledger row {index} has non-integer {', '.join(not_counts)}")
     return {f: row[f] for f in ROW_FIELDS if f in row}
-
-
-def decode_row_event(index: int, attributes: Mapping[str, object], problems: list[str]) -> dict[str, object]:
-    """The partner of :func:`row_event_attributes`."""
-    row: dict[str, object] = {}
-    for row_field in ROW_FIELDS:
-        key = names.row_event_attribute(row_field)
-        if key in attributes:
-            row[row_field] = attributes[key]
-    return _checked_row(index, row, problems)
 
 
 def decode_rows(attributes: Mapping[str, object], problems: list[str]) -> list[dict[str, object]]:
@@ -318,19 +318,20 @@ def decode_rows(attributes: Mapping[str, object], problems: list[str]) -> list[d
     return [_checked_row(index, row, problems) for index, row in enumerate(rows.values())]
 
 
-def decode_summary(
-    attributes: Mapping[str, object], problems: list[str], *, rows: list[dict[str, object]] | None = None
-) -> SummaryFields:
-    """The partner of :func:`summary_attributes` (``rows``, when given, were read from row events)."""
-    totals = {
-        key[len(_TOTALS_PREFIX) :]: value
+def decode_summary(attributes: Mapping[str, object], problems: list[str]) -> SummaryFields:
+    """The partner of :func:`summary_attributes`: sparse counts read back as zero."""
+    totals: dict[str, int] = {
+        key[len(_TOTALS_PREFIX) :]: value  # type: ignore[misc]
         for key, value in attributes.items()
         if key.startswith(_TOTALS_PREFIX) and is_int(value)
     }
+    if totals:
+        for sparse in SPARSE_COUNT_FIELDS:
+            totals.setdefault(sparse, 0)
     work_existed = attributes.get(names.WORK_EXISTED)
     return SummaryFields(
-        rows=decode_rows(attributes, problems) if rows is None else rows,
-        totals=totals,  # type: ignore[arg-type]
+        rows=decode_rows(attributes, problems),
+        totals=totals,
         posture=_optional_str(attributes.get(names.POSTURE)),
         work_existed=work_existed if isinstance(work_existed, bool) else None,
         outcome=_optional_str(attributes.get(names.RUN_OUTCOME)),
