@@ -11,6 +11,7 @@ the ledger's shape. Which checks are registered is the judge's registry's to say
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Final, Literal, NamedTuple
 
@@ -174,15 +175,22 @@ class DispositionLedger:
             "synthetic": sum(r.synthetic for r in rows),
         }
 
-    def assert_alive(self, *, work_existed: bool) -> None:
-        """Raise :class:`CheckerDeadError` for the first registered row that is provably dead."""
+    def assert_alive(self, *, worked: Collection[Seam]) -> None:
+        """Raise :class:`CheckerDeadError` for the first registered row that is provably dead.
+
+        ``worked`` is the set of seams where real work happened this run (a signal
+        no check writes). A row is dead when work happened at its own seam and it
+        filed no disposition at all, or when its canary was minted and not caught.
+        A caught canary never excuses the first: it proves the pure function, not
+        that the seam feeds it. A row whose seam saw no work had nothing to look at.
+        """
         for check_id in self.checks:
             row = self._rows[check_id]
-            if work_existed and not row.touched():
+            if check_id.seam in worked and not row.touched():
                 raise CheckerDeadError(
                     check_id,
-                    "filed no disposition at all in a run where work existed: not pass, not fail, "
-                    "not not-applicable, not unreachable.",
+                    "filed no disposition at all in a run where work happened at that seam: not pass, "
+                    "not fail, not not-applicable, not unreachable.",
                 )
             canary = self._canaries[check_id]
             if canary.minted and canary.caught < canary.minted:

@@ -107,7 +107,6 @@ class Dials:
                 expected="'observe' or 'dev'",
                 meaning="'observe' mints nothing; 'dev' runs every check's canary and fails a run whose check is dead.",
                 annotation="Literal['observe', 'dev']",
-                public=False,
             )
         },
     )

@@ -28,7 +28,7 @@ from ..findings import (
     Seam,
     finding_identity,
 )
-from ..ledger import CheckId, DispositionLedger, LedgerRow
+from ..ledger import CheckerDeadError, CheckId, DispositionLedger, LedgerRow
 from ..limits import MAX_FINDINGS_PER_RUN, MAX_IDENTITIES_PER_RUN, MAX_IDENTITY_CHARS
 from ..protocol import ModelResponse, RequestFrame
 from .book import ContractBook
@@ -168,6 +168,20 @@ class RunJudge:
         """Our own failures since the last call, handed over once each (the caller logs and records them)."""
         taken, self.internal_errors = self.internal_errors, []
         return taken
+
+    def dead_check(self) -> CheckerDeadError | None:
+        """Dev posture, on a run's success: the first registered check proven dead, if any.
+
+        Work is read per seam from :attr:`RunState.worked` (no check writes it), so a
+        check armed at a seam the run never reached had nothing to look at.
+        """
+        if self.ledger is None:
+            return None
+        try:
+            self.ledger.assert_alive(worked=frozenset(self.state.worked))
+        except CheckerDeadError as dead:
+            return dead
+        return None
 
     def report(self) -> list[LedgerRow]:
         return self.ledger.report() if self.ledger is not None else []

@@ -17,6 +17,7 @@ import contextlib
 import contextvars
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from types import TracebackType
 from typing import Any
 
@@ -26,8 +27,9 @@ from opentelemetry.util.types import AttributeValue
 
 from ..contracts import ToolContract, define_contract
 from ..findings import Finding
-from ..judge import Dials, RunJudge
-from ..ledger import LedgerRow
+from ..judge import Dials, RunJudge, SetupError
+from ..judge.dials import POSTURES, Posture
+from ..ledger import CheckerDeadError, LedgerRow
 from ..limits import MAX_PENDING_CALL_IDS
 from ..protocol import ExternalGrounding, ModelResponse, RequestFrame, ToolCall
 from . import names
@@ -42,10 +44,37 @@ _current_run: contextvars.ContextVar[Run | None] = contextvars.ContextVar(
 
 _DEFAULT_DIALS = Dials()
 
+# Set by the pytest plugin for a whole test session: every run is a dev run, whatever setup() said.
+_posture_override: Posture | None = None
+_dead_listeners: list[Callable[[CheckerDeadError], None]] = []
+
 
 def current_run() -> Run | None:
     """The run open in this context, if any."""
     return _current_run.get()
+
+
+def force_posture(posture: Posture | None) -> None:
+    """Make every run that begins from now on use ``posture`` (``None`` gives the dial back)."""
+    global _posture_override
+    if posture is not None and posture not in POSTURES:
+        raise SetupError(f"posture must be one of {', '.join(map(repr, POSTURES))} (got {posture!r}).")
+    _posture_override = posture
+
+
+def on_checker_dead(listener: Callable[[CheckerDeadError], None]) -> Callable[[], None]:
+    """Call ``listener`` with every :class:`CheckerDeadError` a run raises; returns the unsubscriber.
+
+    The pytest plugin listens, so a session fails even when the application swallows the error.
+    """
+    _dead_listeners.append(listener)
+    return lambda: _dead_listeners.remove(listener) if listener in _dead_listeners else None
+
+
+def _dials_in_force(inst: Instrumentation | None) -> Dials:
+    dials = inst.dials if inst is not None else _DEFAULT_DIALS
+    override = _posture_override
+    return dials if override is None or override == dials.posture else replace(dials, posture=override)
 
 
 class ToolScope:
@@ -70,7 +99,7 @@ class ToolScope:
         self.arguments = arguments
         self.inst = inst = current()
         run = run if run is not None else _current_run.get()
-        dials = inst.dials if inst is not None else _DEFAULT_DIALS
+        dials = _dials_in_force(inst)
         # The host's span is found first: its own call id is preferred to one we would make up,
         # and the id is one of the attributes a span of ours starts with.
         adopted = find_host_span(TOOL, tool_name=contract.name, span=host_span)
@@ -173,9 +202,10 @@ class Run:
     def _start(self) -> None:
         try:
             self._inst = inst = current()
-            dials = inst.dials if inst is not None else _DEFAULT_DIALS
-            self.judge = RunJudge(CONTRACTS, dials)
-            self.judge.begin()
+            self.judge = judge = RunJudge(CONTRACTS, _dials_in_force(inst))
+            judge.begin()
+            if judge.dials.posture == "dev":
+                judge.run_canaries()
             attributes: dict[str, AttributeValue] = {
                 names.GEN_AI_OPERATION_NAME: names.OPERATION_INVOKE_AGENT,
                 names.GEN_AI_AGENT_NAME: self.agent_name,
@@ -195,6 +225,7 @@ class Run:
                 host=self._host_span,
             )
             self.span = span = held.span
+            record_judge_errors(span, judge)
             if held.owned and inst is not None and inst.processor is not None and span.is_recording():
                 inst.processor.expect(span.get_span_context().span_id, self.summary)
             self._run_token = _current_run.set(self)
@@ -202,7 +233,11 @@ class Run:
             record_internal_error(self.span, "opening a run", ours)
 
     def _end(self, error: BaseException | None) -> None:
-        if error is None:
+        """End the run; in dev posture, a successful run whose check is dead raises here."""
+        dead = self._dead_check() if error is None else None
+        if dead is not None:
+            self.outcome = "checker-dead"
+        elif error is None:
             self.outcome = "ok"
         elif isinstance(error, (KeyboardInterrupt, SystemExit)) or type(error).__name__ == "CancelledError":
             self.outcome = "cancelled"
@@ -214,16 +249,32 @@ class Run:
             with contextlib.suppress(Exception):
                 _current_run.reset(token)
         held = self._held
-        if held is None:
-            return
+        if held is not None:
+            try:
+                if not held.owned:
+                    # The host ends its own run span, later and out of our sight: the summary goes
+                    # under it now, while this run's ledger is final.
+                    self._emit_summary_under(held.span)
+                held.end(error if dead is None else dead)
+            except Exception as ours:
+                record_internal_error(None, "ending a run", ours)
+        if dead is not None:
+            for listener in list(_dead_listeners):
+                with contextlib.suppress(Exception):
+                    listener(dead)
+            # Dev posture asked for exactly this: a run whose check is dead fails loudly, after
+            # its span and its ledger are on the record.
+            raise dead
+
+    def _dead_check(self) -> CheckerDeadError | None:
+        judge = self.judge
+        if judge is None or judge.dials.posture != "dev":
+            return None
         try:
-            if not held.owned:
-                # The host ends its own run span, later and out of our sight: the summary goes
-                # under it now, while this run's ledger is final.
-                self._emit_summary_under(held.span)
-            held.end(error)
+            return judge.dead_check()
         except Exception as ours:
-            record_internal_error(None, "ending a run", ours)
+            record_internal_error(self.span, "checking the checks are alive", ours)
+            return None
 
     def _emit_summary_under(self, span: Span) -> None:
         inst = self._inst
@@ -318,7 +369,7 @@ class Run:
         return call.finish(result)
 
     def answer(self, text: str) -> None:
-        """Report the final answer (the claim seam). Its checks are not built yet; their rows say so."""
+        """Report the final answer (the claim seam): the checks registered there judge it."""
         try:
             held = self._held
             if self._inst is not None and self._inst.capture_content and held is not None:
@@ -329,7 +380,10 @@ class Run:
                     owned=held.owned,
                 )
             if self.judge is not None:
-                self.judge.note_work()
+                found = self.judge.claim(text)
+                record_judge_errors(self.span, self.judge)
+                if found and held is not None:
+                    SpanEmitter(held.span, self._inst).findings(found)
         except Exception as ours:
             record_internal_error(self.span, "reporting the answer", ours)
 
