@@ -54,6 +54,7 @@ def _double(*, canary_caught: bool) -> RegisteredCheck:
         rows=(ROTTED,),
         armed=lambda contracts, dials: True,
         write=lambda state, seen: Encounter(disposition=CHECKED_PASS),
+        rule_version="1",
         canary=lambda: Encounter(
             findings=[_synthetic(ROTTED.check)] if canary_caught else [], disposition=CHECKED_PASS
         ),
@@ -238,6 +239,7 @@ ROTTED = RegisteredCheck(
     rows=(CheckId("duplicate-execution", "write"),),
     armed=lambda contracts, dials: True,
     write=lambda state, seen: Encounter(disposition=CHECKED_PASS),
+    rule_version="1",
     canary=lambda: Encounter(disposition=CHECKED_PASS),
 )
 
@@ -296,3 +298,8 @@ def test_the_ini_option_fails_a_session_even_when_the_project_swallows_the_error
     result.assert_outcomes(passed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*context-integrity: dead checks*", "*duplicate-execution*write seam*"])
+
+
+def test_evaluation_events_is_refused_unless_a_boolean(telemetry: Telemetry) -> None:
+    with pytest.raises(ci.SetupError, match="evaluation_events must be a boolean"):
+        telemetry.configure(evaluation_events="yes")

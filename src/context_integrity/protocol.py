@@ -132,6 +132,8 @@ class ModelResponse:
 
     calls: tuple[ToolCall, ...] = ()
     text: str | None = None
+    # The provider's id of this response, when it gave one (``gen_ai.response.id`` on the chat span).
+    response_id: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.calls, tuple):

@@ -176,3 +176,103 @@ def test_traces_metrics_and_log_events_reach_a_real_otlp_http_receiver(receiver:
     assert "logical_unit_number" in record.body.string_value
 
     assert receiver.headers_seen and set(receiver.headers_seen) == {"storage"}
+
+
+def _records(receiver: _Receiver) -> list[object]:
+    return [
+        record
+        for request in receiver.received["/v1/logs"]
+        for resource_logs in request.resource_logs  # type: ignore[attr-defined]
+        for scope_logs in resource_logs.scope_logs
+        for record in scope_logs.log_records
+    ]
+
+
+def _spans(receiver: _Receiver) -> list[object]:
+    return [
+        span
+        for request in receiver.received["/v1/traces"]
+        for resource_spans in request.resource_spans  # type: ignore[attr-defined]
+        for scope_spans in resource_spans.scope_spans
+        for span in scope_spans.spans
+    ]
+
+
+def test_evaluation_events_reach_the_receiver_inside_the_evaluated_spans(receiver: _Receiver) -> None:
+    """(e) ``evaluation_events=True``: one ``gen_ai.evaluation.result`` per finding, in its span's
+    trace and span, with the kind namespaced, label ``fail``, the message as explanation, the chat
+    span's response id, and the evaluator's provenance; no ``context_integrity.finding`` records."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(
+        {
+            "PYTHONPATH": str(ROOT / "src"),
+            "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{receiver.server_address[1]}",
+            "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+        }
+    )
+    code = """
+        import context_integrity as ci
+        from context_integrity.protocol import Message, ModelResponse, RequestFrame, ToolCall, ToolDefinition
+        ci.setup(check_column_types="warn", evaluation_events=True)
+        ci.declare_tool("search")
+        ci.declare_tool("lookup", arguments_from=["search"])
+
+        @ci.tool(result_columns={"logical_unit_number": "number"})
+        def host_group_mappings():
+            return [{"logical_unit_number": ""}]
+
+        with ci.run("q", agent_name="eval-agent") as run:
+            frame = RequestFrame.of(
+                [Message("user", "find order 12")], tools=[ToolDefinition("search"), ToolDefinition("lookup")]
+            )
+            with run.request(frame, model="scripted") as call:
+                call.respond(
+                    ModelResponse(
+                        calls=(ToolCall("lookup", "c1", {"order_id": "ORD-99871"}),), response_id="chatcmpl-42"
+                    )
+                )
+            host_group_mappings()
+        assert ci.flush()
+        ci.shutdown()
+    """
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+
+    from context_integrity.judge.registry import REGISTRY
+    from context_integrity.telemetry.setup import VERSION
+
+    by_name = {span.name: span for span in _spans(receiver)}  # type: ignore[attr-defined]
+    chat = by_name[names.chat_span_name("scripted")]
+    tool_span = by_name[names.tool_span_name("host_group_mappings")]
+    records = {
+        _attributes(r.attributes)[names.GEN_AI_EVALUATION_NAME]: r  # type: ignore[attr-defined]
+        for r in _records(receiver)
+    }
+    assert {r.event_name for r in records.values()} == {names.GEN_AI_EVALUATION_RESULT_EVENT}  # type: ignore[attr-defined]
+    assert set(records) == {
+        names.evaluation_name("unsupported-argument"),
+        names.evaluation_name("column-type-mismatch"),
+    }
+    for kind, span in (("unsupported-argument", chat), ("column-type-mismatch", tool_span)):
+        record = records[names.evaluation_name(kind)]
+        assert (record.trace_id, record.span_id) == (span.trace_id, span.span_id)  # type: ignore[attr-defined]
+        attributes = _attributes(record.attributes)  # type: ignore[attr-defined]
+        (finding_event,) = [e for e in span.events if e.name == names.FINDING_EVENT]  # type: ignore[attr-defined]
+        finding = _attributes(finding_event.attributes)
+        assert attributes[names.GEN_AI_EVALUATION_SCORE_LABEL] == names.EVALUATION_LABEL_FAIL
+        assert attributes[names.GEN_AI_EVALUATION_SCORE_VALUE] == names.EVALUATION_SCORE_FAIL
+        assert attributes[names.GEN_AI_EVALUATION_EXPLANATION] == finding[names.FINDING_MESSAGE]
+        for attributes_of in (attributes, finding):
+            assert attributes_of[names.EVALUATOR_VERSION] == VERSION
+            assert attributes_of[names.EVALUATOR_RULE_VERSION] == REGISTRY.rule_version(kind)
+    assert (
+        _attributes(records[names.evaluation_name("unsupported-argument")].attributes)[  # type: ignore[attr-defined]
+            names.GEN_AI_RESPONSE_ID
+        ]
+        == "chatcmpl-42"
+    )
+    assert names.GEN_AI_RESPONSE_ID not in _attributes(
+        records[names.evaluation_name("column-type-mismatch")].attributes  # type: ignore[attr-defined]
+    )

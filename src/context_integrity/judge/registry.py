@@ -21,7 +21,7 @@ from ..checks.column_types import ColumnMode, column_types_canary, column_types_
 from ..checks.dangling_reference import dangling_reference_canary, dangling_references_of
 from ..checks.empty_lookup import empty_lookup_canary, empty_lookup_of
 from ..checks.unsupported_argument import ArmedCall, unsupported_argument_canary, unsupported_arguments_of
-from ..findings import NOT_APPLICABLE, Encounter, Seam
+from ..findings import NOT_APPLICABLE, Encounter, Kind, Seam
 from ..ledger import CheckId
 from .book import ContractBook
 from .dials import Dials
@@ -64,6 +64,9 @@ class RegisteredCheck:
     canary: Callable[[], Encounter] | None = None
     # Arming it makes the run keep the grounding memory (what was served, evicted, produced).
     keeps_grounds: bool = False
+    # The version of the check's decision rule, carried by every finding it files (evaluator
+    # provenance), so results compare across upgrades. Bump it whenever the rule decides differently.
+    rule_version: str | None = None
 
     def __post_init__(self) -> None:
         seams = {row.seam for row in self.rows}
@@ -72,6 +75,10 @@ class RegisteredCheck:
         set_at = [seam for seam in ("write", "compose", "choice", "claim", "wire") if getattr(self, seam)]
         if set_at and set_at != [self.seam]:
             raise ValueError(f"check {self.name!r}: its seam function must be {self.seam!r} (got {set_at})")
+        if set_at and not self.rule_version:
+            raise ValueError(
+                f"check {self.name!r}: a built check needs a rule_version (e.g. rule_version='1')"
+            )
 
     @property
     def seam(self) -> Seam:
@@ -172,6 +179,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         compose=_dangling_at_compose,
         keeps_grounds=True,
         canary=dangling_reference_canary,
+        rule_version="1",
     ),
     RegisteredCheck(
         "unsupported argument",
@@ -181,6 +189,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         choice=_unsupported_at_choice,
         keeps_grounds=True,
         canary=unsupported_argument_canary,
+        rule_version="1",
     ),
     RegisteredCheck("unsupported claim", rows=(CheckId("unsupported-claim", "claim"),)),
     RegisteredCheck(
@@ -191,6 +200,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         write=_empty_lookup_at_write,
         keeps_grounds=True,
         canary=empty_lookup_canary,
+        rule_version="1",
     ),
     RegisteredCheck(
         "column types",
@@ -199,6 +209,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         armed=_column_types,
         write=_column_types_at_write,
         canary=column_types_canary,
+        rule_version="1",
     ),
     RegisteredCheck("prior-turn evidence", rows=(CheckId("prior-turn-evidence", "claim"),)),
 )
@@ -233,6 +244,21 @@ class Registry:
 
     def unregister(self, entry: RegisteredCheck) -> None:
         self._entries = tuple(e for e in self._entries if e is not entry)
+
+    def rule_version(self, kind: str) -> str | None:
+        """The rule version of the registered check that files ``kind`` (``None``: no check files it)."""
+        for entry in self._entries:
+            if entry.built and any(row.check == kind for row in entry.rows):
+                return entry.rule_version
+        return None
+
+    def filable_kinds(self) -> tuple[Kind, ...]:
+        """The kinds some built check can file, in ledger order: the only kinds worth asking about."""
+        out: list[Kind] = []
+        for entry in self._entries:
+            if entry.built:
+                out.extend(row.check for row in entry.rows if row.check not in out)
+        return tuple(out)
 
 
 REGISTRY: Final = Registry(BUILT_IN)

@@ -20,11 +20,13 @@ from opentelemetry.trace import Span, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
 from ..findings import Finding, kinds_of
+from ..judge.registry import REGISTRY
 from ..limits import MAX_ATTRIBUTE_CHARS
 from ..protocol import ExternalGrounding
 from ..text import bounded_json, clip, render_value
 from . import names
 from .attributes import finding_attributes
+from .setup import VERSION
 
 if TYPE_CHECKING:
     from ..judge import RunJudge
@@ -110,9 +112,14 @@ def content(value: object) -> str:
 
 def set_content(span: Span, key: str, value: object, *, owned: bool) -> None:
     """Opt-in content on a span; on a host's span, never over an attribute the host already set."""
+    set_text(span, key, content(value), owned=owned)
+
+
+def set_text(span: Span, key: str, value: str, *, owned: bool) -> None:
+    """A clipped string attribute; on a host's span, never over an attribute the host already set."""
     if not owned and key in (getattr(span, "attributes", None) or {}):
         return
-    span.set_attribute(key, content(value))
+    span.set_attribute(key, clip(value, MAX_ATTRIBUTE_CHARS))
 
 
 def subject_tool(finding: Finding) -> str | None:
@@ -156,12 +163,17 @@ class SpanEmitter:
         for index, finding in enumerate(found):
             tool = tool_name if tool_name is not None else subject_tool(finding)
             about = call_ids[index] if index < len(call_ids) else call_id
-            attributes = clipped(finding_attributes(finding, tool_name=tool, call_id=about))
+            attributes = clipped(
+                {**finding_attributes(finding, tool_name=tool, call_id=about), **provenance(finding)}
+            )
             self.span.add_event(names.FINDING_EVENT, attributes)
             if self.inst is not None:
                 self._count(finding, tool)
                 if self.inst.event_logger is not None:
-                    self._log_event(finding, attributes)
+                    try:
+                        self._log_records(finding, attributes)
+                    except Exception as ours:
+                        record_internal_error(self.span, "writing a finding's log records", ours)
         self.count += len(found)
         for kind in kinds_of(found):
             if kind not in self.kinds:
@@ -199,15 +211,62 @@ class SpanEmitter:
             ),
         )
 
-    def _log_event(self, finding: Finding, attributes: dict[str, AttributeValue]) -> None:
+    def _log_records(self, finding: Finding, attributes: dict[str, AttributeValue]) -> None:
+        """The finding as log records, each in the evaluated span's context (its trace and span ids)."""
         from opentelemetry._logs import SeverityNumber
 
-        assert self.inst is not None and self.inst.event_logger is not None
-        self.inst.event_logger.emit(
-            body=clip(finding.message, MAX_ATTRIBUTE_CHARS),
-            attributes=attributes,
-            event_name=names.FINDING_LOG_EVENT_NAME,
-            context=trace.set_span_in_context(self.span),
-            severity_number=SeverityNumber.INFO if finding.advisory else SeverityNumber.WARN,
-            severity_text="INFO" if finding.advisory else "WARN",
-        )
+        inst = self.inst
+        assert inst is not None and inst.event_logger is not None
+        severity = SeverityNumber.INFO if finding.advisory else SeverityNumber.WARN
+        severity_text = "INFO" if finding.advisory else "WARN"
+        context = trace.set_span_in_context(self.span)
+        if inst.log_events:
+            inst.event_logger.emit(
+                body=clip(finding.message, MAX_ATTRIBUTE_CHARS),
+                attributes=attributes,
+                event_name=names.FINDING_LOG_EVENT_NAME,
+                context=context,
+                severity_number=severity,
+                severity_text=severity_text,
+            )
+        if inst.evaluation_events:
+            inst.event_logger.emit(
+                attributes=evaluation_attributes(finding, self.span),
+                event_name=names.GEN_AI_EVALUATION_RESULT_EVENT,
+                context=context,
+                severity_number=severity,
+                severity_text=severity_text,
+            )
+
+
+def provenance(finding: Finding) -> dict[str, AttributeValue]:
+    """Which evaluator filed a finding: the library version and the check's rule version."""
+    out: dict[str, AttributeValue] = {names.EVALUATOR_VERSION: VERSION}
+    rule = REGISTRY.rule_version(finding.kind)
+    if rule is not None:
+        out[names.EVALUATOR_RULE_VERSION] = rule
+    return out
+
+
+def evaluation_attributes(finding: Finding, span: Span) -> dict[str, AttributeValue]:
+    """One finding as the GenAI conventions' ``gen_ai.evaluation.result`` attributes.
+
+    A finding is a failed evaluation: label ``fail``, score ``0.0``; an advisory says so in
+    ``context_integrity.finding.advisory``. ``gen_ai.response.id`` is copied from the evaluated
+    span when it carries one, for backends that correlate by response rather than by span.
+    """
+    attributes: dict[str, Any] = {
+        names.GEN_AI_EVALUATION_NAME: names.evaluation_name(finding.kind),
+        names.GEN_AI_EVALUATION_SCORE_LABEL: names.EVALUATION_LABEL_FAIL,
+        names.GEN_AI_EVALUATION_SCORE_VALUE: names.EVALUATION_SCORE_FAIL,
+        names.GEN_AI_EVALUATION_EXPLANATION: finding.message,
+        names.FINDING_KIND: finding.kind,
+        names.FINDING_SEAM: finding.seam,
+        names.FINDING_ADVISORY: finding.advisory,
+        names.FINDING_IDENTITY: finding.identity(),
+        **provenance(finding),
+    }
+    response_id = (getattr(span, "attributes", None) or {}).get(names.GEN_AI_RESPONSE_ID)
+    if isinstance(response_id, str) and response_id:
+        attributes[names.GEN_AI_RESPONSE_ID] = response_id
+    return clipped(attributes)

@@ -160,3 +160,28 @@ PROMETHEUS_FINDINGS_METRIC: Final = prometheus_metric_name(FINDINGS_METRIC)
 
 # ── Log-based events ────────────────────────────────────────────────────
 FINDING_LOG_EVENT_NAME: Final = FINDING_EVENT
+
+# ── GenAI evaluation events (opt-in: setup(evaluation_events=True)) ─────
+# The semantic conventions' ``gen_ai.evaluation.result`` event (status: Development), one per
+# finding, parented to the evaluated span. It has no body; everything is in attributes.
+GEN_AI_EVALUATION_RESULT_EVENT: Final = "gen_ai.evaluation.result"
+GEN_AI_EVALUATION_NAME: Final = "gen_ai.evaluation.name"
+GEN_AI_EVALUATION_SCORE_VALUE: Final = "gen_ai.evaluation.score.value"
+GEN_AI_EVALUATION_SCORE_LABEL: Final = "gen_ai.evaluation.score.label"
+GEN_AI_EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"
+GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
+# The documented values of our score label (low cardinality, as the conventions ask) and the score
+# each carries: a finding is a failed evaluation.
+EVALUATION_LABEL_FAIL: Final = "fail"
+EVALUATION_SCORE_FAIL: Final = 0.0
+
+
+def evaluation_name(kind: str) -> str:
+    """``context_integrity.<kind>``: the check kind, namespaced, as ``gen_ai.evaluation.name``."""
+    return f"{_NS}.{kind}"
+
+
+# Evaluator provenance, on every finding event (span event, log record, evaluation event): which
+# library version and which version of the check's rule filed it.
+EVALUATOR_VERSION: Final = f"{_NS}.evaluator.version"
+EVALUATOR_RULE_VERSION: Final = f"{_NS}.evaluator.rule_version"

@@ -33,7 +33,15 @@ from ..ledger import CheckerDeadError, LedgerRow
 from ..limits import MAX_PENDING_CALL_IDS
 from ..protocol import ExternalGrounding, ModelResponse, RequestFrame, ToolCall
 from . import names
-from .emit import SpanEmitter, content, mark_refused, record_internal_error, record_judge_errors, set_content
+from .emit import (
+    SpanEmitter,
+    content,
+    mark_refused,
+    record_internal_error,
+    record_judge_errors,
+    set_content,
+    set_text,
+)
 from .processor import RunSummary
 from .setup import CONTRACTS, Instrumentation, current
 from .spans import AGENT, CHAT, TOOL, HeldSpan, adopt_or_start, find_host_span, tool_call_id_of, tracer_of
@@ -475,6 +483,8 @@ class ModelCall:
             return
         try:
             reply = response if response is not None else ModelResponse(calls=tuple(calls), text=text)
+            if reply.response_id and self._held is not None:
+                set_text(self._held.span, names.GEN_AI_RESPONSE_ID, reply.response_id, owned=self._held.owned)
             for call in reply.calls:
                 self.run.expect_call(call.name, call.call_id)
             judge = self.run.judge

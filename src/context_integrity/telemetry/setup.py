@@ -84,6 +84,10 @@ class Instrumentation:
     recording_path: Path | None = None
     capture_content: bool = False
     event_logger: Any | None = None
+    # Which records the event logger writes per finding: our own ``context_integrity.finding``
+    # (log_events) and the GenAI conventions' ``gen_ai.evaluation.result`` (evaluation_events).
+    log_events: bool = False
+    evaluation_events: bool = False
     _owned: list[Any] = field(default_factory=list, repr=False)
     _flushable: list[Any] = field(default_factory=list, repr=False)
 
@@ -257,6 +261,7 @@ def _build(
     headers: Mapping[str, str] | None,
     recording_path: str | os.PathLike[str] | None,
     log_events: bool,
+    evaluation_events: bool,
     capture_content: bool,
     tracer_provider: Any | None,
     meter_provider: Any | None,
@@ -359,7 +364,7 @@ def _build(
 
     # ── log events (opt-in) ──
     event_logger = None
-    if log_events:
+    if log_events or evaluation_events:
         event_logger = _event_logger(
             plan, endpoint, logger_provider, resource, recording_file, owned, flushable
         )
@@ -375,6 +380,8 @@ def _build(
         recording_path=recording,
         capture_content=capture_content,
         event_logger=event_logger,
+        log_events=log_events,
+        evaluation_events=evaluation_events,
         _owned=owned,
         _flushable=flushable,
     )
@@ -434,6 +441,7 @@ def setup(
     headers: Mapping[str, str] | None = None,
     recording_path: str | os.PathLike[str] | None = None,
     log_events: bool = False,
+    evaluation_events: bool = False,
     capture_content: bool = False,
     tracer_provider: Any | None = None,
     meter_provider: Any | None = None,
@@ -455,8 +463,13 @@ def setup(
         if name not in dial_specs():
             raise unknown_option(name, tuple(inspect.signature(setup).parameters))
     validated = Dials.validated(**dials)
-    if not isinstance(log_events, bool) or not isinstance(capture_content, bool):
-        raise SetupError("log_events and capture_content must be booleans.")
+    for flag, given in (
+        ("log_events", log_events),
+        ("evaluation_events", evaluation_events),
+        ("capture_content", capture_content),
+    ):
+        if not isinstance(given, bool):
+            raise SetupError(f"{flag} must be a boolean (got {type(given).__name__}).")
     with _lock:
         if _state is not None:
             _state.dials = validated
@@ -470,6 +483,7 @@ def setup(
             headers=headers,
             recording_path=recording_path,
             log_events=log_events,
+            evaluation_events=evaluation_events,
             capture_content=capture_content,
             tracer_provider=tracer_provider,
             meter_provider=meter_provider,
