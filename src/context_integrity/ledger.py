@@ -19,6 +19,7 @@ from .findings import (
     CHECKED_FAIL,
     CHECKED_PASS,
     NOT_APPLICABLE,
+    SEAMS,
     UNREACHABLE,
     Disposition,
     Kind,
@@ -175,7 +176,9 @@ class DispositionLedger:
             "synthetic": sum(r.synthetic for r in rows),
         }
 
-    def assert_alive(self, *, worked: Collection[Seam]) -> None:
+    def assert_alive(
+        self, *, worked: Collection[Seam] | None = None, work_existed: bool | None = None
+    ) -> None:
         """Raise :class:`CheckerDeadError` for the first registered row that is provably dead.
 
         ``worked`` is the set of seams where real work happened this run (a signal
@@ -183,7 +186,10 @@ class DispositionLedger:
         filed no disposition at all, or when its canary was minted and not caught.
         A caught canary never excuses the first: it proves the pure function, not
         that the seam feeds it. A row whose seam saw no work had nothing to look at.
+        ``work_existed`` is the run-wide form: ``True`` reads as work at every seam.
         """
+        if worked is None:
+            worked = SEAMS if work_existed else ()
         for check_id in self.checks:
             row = self._rows[check_id]
             if check_id.seam in worked and not row.touched():

@@ -66,7 +66,7 @@ class RegisteredCheck:
     keeps_grounds: bool = False
     # The version of the check's decision rule, carried by every finding it files (evaluator
     # provenance), so results compare across upgrades. Bump it whenever the rule decides differently.
-    rule_version: str | None = None
+    rule_version: str = "1"
 
     def __post_init__(self) -> None:
         seams = {row.seam for row in self.rows}
@@ -75,10 +75,6 @@ class RegisteredCheck:
         set_at = [seam for seam in ("write", "compose", "choice", "claim", "wire") if getattr(self, seam)]
         if set_at and set_at != [self.seam]:
             raise ValueError(f"check {self.name!r}: its seam function must be {self.seam!r} (got {set_at})")
-        if set_at and not self.rule_version:
-            raise ValueError(
-                f"check {self.name!r}: a built check needs a rule_version (e.g. rule_version='1')"
-            )
 
     @property
     def seam(self) -> Seam:
@@ -179,7 +175,6 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         compose=_dangling_at_compose,
         keeps_grounds=True,
         canary=dangling_reference_canary,
-        rule_version="1",
     ),
     RegisteredCheck(
         "unsupported argument",
@@ -189,7 +184,6 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         choice=_unsupported_at_choice,
         keeps_grounds=True,
         canary=unsupported_argument_canary,
-        rule_version="1",
     ),
     RegisteredCheck("unsupported claim", rows=(CheckId("unsupported-claim", "claim"),)),
     RegisteredCheck(
@@ -200,7 +194,6 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         write=_empty_lookup_at_write,
         keeps_grounds=True,
         canary=empty_lookup_canary,
-        rule_version="1",
     ),
     RegisteredCheck(
         "column types",
@@ -209,7 +202,6 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         armed=_column_types,
         write=_column_types_at_write,
         canary=column_types_canary,
-        rule_version="1",
     ),
     RegisteredCheck("prior-turn evidence", rows=(CheckId("prior-turn-evidence", "claim"),)),
 )
