@@ -37,7 +37,7 @@ from collections.abc import Callable
 
 from context_integrity.contracts import define_contract
 from context_integrity.judge import ContractBook, Dials, RunJudge
-from context_integrity.protocol import Message, ModelResponse, RequestFrame, ToolCall, ToolDefinition
+from context_integrity.loop import Message, ModelResponse, RequestFrame, ToolCall, ToolDefinition
 
 MESSAGES = 200
 ARGUMENTS = 20

@@ -26,7 +26,7 @@ from context_integrity.judge import ContractBook, Dials, RunJudge
 from context_integrity.judge import seams as judge_module
 from context_integrity.judge.registry import REGISTRY, RegisteredCheck
 from context_integrity.ledger import CheckerDeadError, CheckId, DispositionLedger
-from context_integrity.protocol import Message, RequestFrame
+from context_integrity.loop import Message, RequestFrame
 from context_integrity.telemetry import names
 
 ROTTED = CheckId("duplicate-execution", "write")

@@ -18,7 +18,7 @@ from context_integrity.contracts import define_contract
 from context_integrity.judge import ContractBook, Dials, RunJudge
 from context_integrity.judge import seams as judge_module
 from context_integrity.ledger import CheckId
-from context_integrity.protocol import Message, RequestFrame, ToolDefinition
+from context_integrity.loop import Message, RequestFrame, ToolDefinition
 
 DANGLING_REFERENCE = CheckId("dangling-reference", "compose")
 

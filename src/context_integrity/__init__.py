@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from .integrations.functions import declare_tool, tool
     from .judge import SetupError
     from .ledger import CheckerDeadError, LedgerRow
-    from .protocol import Message, ModelResponse, RequestFrame, ToolCall, ToolDefinition
+    from .loop import Message, ModelResponse, RequestFrame, ToolCall, ToolDefinition
     from .telemetry.run import ModelCall, Run, current_run, run
     from .telemetry.setup import Instrumentation, flush, setup, shutdown
 
@@ -50,11 +50,11 @@ _HOMES: dict[str, str] = {
     "current_run": "telemetry.run",
     "Run": "telemetry.run",
     "ModelCall": "telemetry.run",
-    "RequestFrame": "protocol",
-    "Message": "protocol",
-    "ToolDefinition": "protocol",
-    "ToolCall": "protocol",
-    "ModelResponse": "protocol",
+    "RequestFrame": "loop",
+    "Message": "loop",
+    "ToolDefinition": "loop",
+    "ToolCall": "loop",
+    "ModelResponse": "loop",
     # what comes back
     "Finding": "findings",
     "LedgerRow": "ledger",

@@ -35,7 +35,7 @@ from context_integrity.findings import (
     UNREACHABLE,
     tool_subject,
 )
-from context_integrity.protocol import Message, RequestFrame, ToolCall, tool_names_present
+from context_integrity.loop import Message, RequestFrame, ToolCall, tool_names_present
 
 GROUNDS = {"screen_fire": ["whats_here"]}
 

@@ -49,7 +49,7 @@ from context_integrity.findings import (
     ExternalGrounding,
     tool_subject,
 )
-from context_integrity.protocol import Message, RequestFrame, ToolCall, frame_ground
+from context_integrity.loop import Message, RequestFrame, ToolCall, frame_ground
 from context_integrity.text import clip
 
 

@@ -22,7 +22,7 @@ from opentelemetry.trace import Span, StatusCode, Tracer
 from tests.conftest import Telemetry
 
 import context_integrity as ci
-from context_integrity.protocol import Message, RequestFrame, ToolCall, ToolDefinition
+from context_integrity.loop import Message, RequestFrame, ToolCall, ToolDefinition
 from context_integrity.telemetry import names
 
 LUN_ROWS = [{"logical_unit_number": ""}, {"logical_unit_number": 3}]

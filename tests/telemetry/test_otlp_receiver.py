@@ -212,7 +212,7 @@ def test_evaluation_events_reach_the_receiver_inside_the_evaluated_spans(receive
     )
     code = """
         import context_integrity as ci
-        from context_integrity.protocol import Message, ModelResponse, RequestFrame, ToolCall, ToolDefinition
+        from context_integrity.loop import Message, ModelResponse, RequestFrame, ToolCall, ToolDefinition
         ci.setup(check_column_types="warn", evaluation_events=True)
         ci.declare_tool("search")
         ci.declare_tool("lookup", arguments_from=["search"])

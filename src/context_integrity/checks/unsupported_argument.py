@@ -251,7 +251,7 @@ def unsupported_arguments_of(
     Each call's ``declared_enums`` is already the lowered enum set.
 
     ``grounded`` and ``assistant`` are the request's texts split by author
-    (:func:`context_integrity.protocol.frame_ground`). ``external`` is an
+    (:func:`context_integrity.loop.frame_ground`). ``external`` is an
     application's external grounds: an iterable of :class:`ExternalGround`
     (or mappings / objects with ``value`` and ``source``), or a zero-arg
     callable returning one, called at most once and only when some value

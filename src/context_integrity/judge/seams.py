@@ -30,7 +30,7 @@ from ..findings import (
 )
 from ..ledger import CheckerDeadError, CheckId, DispositionLedger, LedgerRow
 from ..limits import MAX_FINDINGS_PER_RUN, MAX_IDENTITIES_PER_RUN, MAX_IDENTITY_CHARS
-from ..protocol import ModelResponse, RequestFrame
+from ..loop import ModelResponse, RequestFrame
 from .book import ContractBook
 from .dials import Dials
 from .registry import REGISTRY, RegisteredCheck, Registry

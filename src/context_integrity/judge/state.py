@@ -18,7 +18,7 @@ from ..contracts import ToolContract, declared_enum_values
 from ..contracts.results import ResultReading, read_result
 from ..findings import Seam
 from ..limits import MAX_SERVED_RESULTS_PER_RUN, MAX_SERVED_TEXT_CHARS
-from ..protocol import (
+from ..loop import (
     FrameGround,
     ModelResponse,
     RequestFrame,

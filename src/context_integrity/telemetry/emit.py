@@ -22,7 +22,7 @@ from opentelemetry.util.types import AttributeValue
 from ..findings import Finding, kinds_of
 from ..judge.registry import REGISTRY
 from ..limits import MAX_ATTRIBUTE_CHARS
-from ..protocol import ExternalGrounding
+from ..loop import ExternalGrounding
 from ..text import bounded_json, clip, render_value
 from . import names
 from .attributes import finding_attributes

@@ -31,7 +31,7 @@ from ..judge import Dials, RunJudge, SetupError
 from ..judge.dials import POSTURES, Posture
 from ..ledger import CheckerDeadError, LedgerRow
 from ..limits import MAX_PENDING_CALL_IDS
-from ..protocol import ExternalGrounding, ModelResponse, RequestFrame, ToolCall
+from ..loop import ExternalGrounding, ModelResponse, RequestFrame, ToolCall
 from . import names
 from .emit import (
     SpanEmitter,

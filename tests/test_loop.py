@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 
 from context_integrity.contracts import absent
-from context_integrity.protocol import (
+from context_integrity.loop import (
     Message,
     ModelResponse,
     RequestFrame,

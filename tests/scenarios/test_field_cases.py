@@ -55,7 +55,7 @@ from context_integrity.checks.unsupported_argument import (
 from context_integrity.contracts import ToolContract
 from context_integrity.judge import REGISTERED_CHECKS
 from context_integrity.ledger import ROW_FIELDS
-from context_integrity.protocol import (
+from context_integrity.loop import (
     Message,
     ModelResponse,
     RequestFrame,

@@ -1,0 +1,264 @@
+"""The loop's data model: what the judge sees of an agent loop (requests, messages, tool calls, responses).
+
+These are plain frozen dataclasses, fed by application code and framework
+integrations. They validate nothing beyond what the checks need and never
+raise on odd content: a message whose content is a list of parts, a dict, a
+pydantic model or something stranger is still a message, and
+:func:`message_text` renders it deterministically.
+
+Sequences may be passed as lists (or any iterable): ``__post_init__``
+converts them to tuples, so a frame stays hashable-in-spirit and immutable.
+:meth:`RequestFrame.of` is the same constructor with an ``Iterable`` signature,
+for callers who want their type checker to agree.
+
+This module imports only the vocabulary; the checks import it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .findings import ExternalGround, ExternalGrounding
+
+__all__ = [
+    "ExternalGround",
+    "ExternalGrounding",
+    "FrameGround",
+    "Message",
+    "ModelResponse",
+    "RequestFrame",
+    "ToolCall",
+    "ToolDefinition",
+    "content_text",
+    "frame_ground",
+    "message_text",
+    "tool_names_present",
+]
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+# The role whose words are the model's own, and therefore never ground.
+_ASSISTANT: str = "assistant"
+_TOOL: str = "tool"
+
+
+def _as_tuple(value: object) -> tuple[Any, ...]:
+    """Any iterable as a tuple; ``None`` or a non-iterable as ``()``. Never raises."""
+    if isinstance(value, tuple):
+        return value
+    if value is None or isinstance(value, (str, bytes)):
+        return ()
+    if not isinstance(value, Iterable):
+        return ()
+    try:
+        return tuple(value)
+    except Exception:  # a hostile iterable must not reach the host
+        return ()
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One call a model response asked for: which tool, under which id, with what arguments."""
+
+    name: str
+    call_id: str
+    arguments: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message of a request.
+
+    ``content`` is a string, or whatever structure the framework carries
+    (a list of content parts, a dict, ...). ``tool_name`` and
+    ``tool_call_id`` identify a tool result; ``tool_calls`` are the calls an
+    assistant message asked for.
+    """
+
+    role: Role
+    content: object = ""
+    tool_name: str | None = None
+    tool_call_id: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.tool_calls, tuple):
+            object.__setattr__(self, "tool_calls", _as_tuple(self.tool_calls))
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDefinition:
+    """A tool as offered to the model: its name, description and argument schema."""
+
+    name: str
+    description: str | None = None
+    input_schema: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RequestFrame:
+    """One request assembled for the model: instructions, messages and offered tools."""
+
+    messages: tuple[Message, ...]
+    system: str | None = None
+    tools: tuple[ToolDefinition, ...] = ()
+    model: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.messages, tuple):
+            object.__setattr__(self, "messages", _as_tuple(self.messages))
+        if not isinstance(self.tools, tuple):
+            object.__setattr__(self, "tools", _as_tuple(self.tools))
+
+    @classmethod
+    def of(
+        cls,
+        messages: Iterable[Message],
+        *,
+        system: str | None = None,
+        tools: Iterable[ToolDefinition] = (),
+        model: str | None = None,
+    ) -> RequestFrame:
+        """Build a frame from any iterables (lists, generators); they are read once."""
+        return cls(messages=_as_tuple(messages), system=system, tools=_as_tuple(tools), model=model)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResponse:
+    """What the model answered: the tool calls it made and any text."""
+
+    calls: tuple[ToolCall, ...] = ()
+    text: str | None = None
+    # The provider's id of this response, when it gave one (``gen_ai.response.id`` on the chat span).
+    response_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.calls, tuple):
+            object.__setattr__(self, "calls", _as_tuple(self.calls))
+
+
+@dataclass(frozen=True, slots=True)
+class FrameGround:
+    """The texts of one request, split by who wrote them.
+
+    ``grounded`` is what the run served: the system instructions and every
+    non-assistant message (user, tool, system). ``assistant`` is the model's
+    own earlier text, which is never evidence.
+    """
+
+    grounded: tuple[str, ...]
+    assistant: tuple[str, ...]
+
+
+# ── Rendering content ────────────────────────────────────────────────────
+
+
+def _json_text(value: object) -> str:
+    """Compact JSON of ``value`` (``default=str``); ``repr`` when JSON refuses; never raises."""
+    try:
+        return json.dumps(value, default=str, ensure_ascii=False)
+    except Exception:  # circular references, non-string keys, a hostile __str__
+        pass
+    try:
+        return repr(value)
+    except Exception:
+        return ""
+
+
+def _part_text(part: object) -> str:
+    if isinstance(part, str):
+        return str(part)
+    if isinstance(part, Mapping):
+        try:
+            text = part.get("text")
+            if part.get("type") == "text" and isinstance(text, str):
+                return str(text)
+        except Exception:
+            pass
+    return _json_text(part)
+
+
+def content_text(content: object) -> str:
+    """Render message content as text, deterministically, without ever raising.
+
+    A string is itself; ``None`` is empty; a list or tuple of parts is its
+    parts' texts joined by newlines (a text part ``{"type": "text", "text": ...}``
+    contributes its text, a string part itself, any other part its JSON);
+    anything else is its JSON (``default=str``), or its ``repr`` when JSON
+    cannot render it.
+    """
+    if isinstance(content, str):
+        return str(content)  # a str subclass (an Absence) renders as its plain text
+    if content is None:
+        return ""
+    if isinstance(content, (list, tuple)):
+        try:
+            return "\n".join(_part_text(part) for part in content)
+        except Exception:
+            return _json_text(content)
+    return _json_text(content)
+
+
+def message_text(message: Message) -> str:
+    """The text of one message's content (see :func:`content_text`)."""
+    return content_text(getattr(message, "content", ""))
+
+
+# ── Reading a frame ──────────────────────────────────────────────────────
+
+
+def tool_names_present(frame: RequestFrame) -> frozenset[str]:
+    """The names of the tools whose results are in ``frame``.
+
+    A tool message that lacks ``tool_name`` is named through the assistant
+    message that asked for it (its ``tool_calls[].call_id`` equals the tool
+    message's ``tool_call_id``): wire-shape histories often carry only the
+    call id, and a re-fetched result must still count as present. A tool
+    message whose asker is no longer in the frame cannot be named and is
+    left out.
+    """
+    asked: dict[str, str] = {}
+    names: set[str] = set()
+    for message in frame.messages:
+        role = getattr(message, "role", None)
+        if role == _ASSISTANT:
+            for call in _as_tuple(getattr(message, "tool_calls", ())):
+                call_id = getattr(call, "call_id", None)
+                name = getattr(call, "name", None)
+                if isinstance(call_id, str) and isinstance(name, str) and name:
+                    asked[call_id] = name
+        elif role == _TOOL:
+            name = getattr(message, "tool_name", None)
+            if isinstance(name, str) and name:
+                names.add(name)
+                continue
+            call_id = getattr(message, "tool_call_id", None)
+            if isinstance(call_id, str) and call_id in asked:
+                names.add(asked[call_id])
+    return frozenset(names)
+
+
+def frame_ground(frame: RequestFrame) -> FrameGround:
+    """Split ``frame`` into what the run served and what the model itself wrote.
+
+    Empty texts are left out of both, so their counts are counts of texts
+    that could ground something. An assistant message's tool-call arguments
+    are in neither: a value the model chose before is not ground for the
+    value it chooses now.
+    """
+    grounded: list[str] = []
+    assistant: list[str] = []
+    if isinstance(frame.system, str) and frame.system:
+        grounded.append(str(frame.system))
+    for message in frame.messages:
+        text = message_text(message)
+        if not text:
+            continue
+        if getattr(message, "role", None) == _ASSISTANT:
+            assistant.append(text)
+        else:
+            grounded.append(text)
+    return FrameGround(grounded=tuple(grounded), assistant=tuple(assistant))
