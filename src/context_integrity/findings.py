@@ -158,6 +158,9 @@ class Encounter:
     # the call ``findings[i]`` is about, and ``excusals`` the arguments an external ground excused.
     call_ids: list[str | None] = field(default_factory=list)
     excusals: list[ExternalGrounding] = field(default_factory=list)
+    # For a check that judges several subjects in one look (every claim of one answer): one
+    # disposition per subject, each counted in the ledger; empty means ``disposition`` counts once.
+    dispositions: list[Disposition] = field(default_factory=list)
 
     def disposition_of(self, kind: Kind) -> Disposition:
         """The disposition of one kind of a check that files several kinds from one look."""

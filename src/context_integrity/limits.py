@@ -63,3 +63,17 @@ MAX_OTHER_OFFENDER_KINDS: Final = 3
 # call and the tool span that carries its id. Calls an application never
 # executes would otherwise pile up for the whole run; the newest are kept.
 MAX_PENDING_CALL_IDS: Final = 256
+
+# Groups a run keeps suspended at once (``run.suspend``); past it the oldest suspension is dropped.
+MAX_SUSPENDED_GROUPS: Final = 256
+
+# Successful once-per-run executions a run remembers for duplicate-execution, and calls it keeps
+# between a model asking for one and its result arriving; the oldest are dropped first.
+MAX_ONCE_EXECUTIONS: Final = 4096
+
+# Settled fact rows a run keeps for unsupported-claim (oldest dropped first).
+MAX_FACT_ROWS_PER_RUN: Final = 20_000
+
+# Distinct served forms the prior-turn evidence index holds; past it the index is truncated and the
+# check notes not-applicable rather than trust stamps it could not keep.
+MAX_EVIDENCE_FORMS: Final = 200_000

@@ -75,7 +75,8 @@ class Message:
     ``content`` is a string, or whatever structure the framework carries
     (a list of content parts, a dict, ...). ``tool_name`` and
     ``tool_call_id`` identify a tool result; ``tool_calls`` are the calls an
-    assistant message asked for.
+    assistant message asked for; ``correction`` marks a user-role message the
+    application wrote itself (it opens no turn for prior-turn evidence).
     """
 
     role: Role
@@ -83,6 +84,9 @@ class Message:
     tool_name: str | None = None
     tool_call_id: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
+    # A user-role message the application wrote itself (a correction or retry frame), not the
+    # person: it does not open a conversation turn.
+    correction: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.tool_calls, tuple):

@@ -33,6 +33,8 @@ class ToolContract:
     result_columns: tuple[NormalizedColumn, ...] | None = None
     arguments_from: tuple[str, ...] | None = None
     input_schema: Mapping[str, Any] | None = None
+    # Its effect must happen once per run (a ticket opened, a payment sent): arms duplicate-execution.
+    once_per_run: bool = False
     # The schema's enum words, lowered once here so no check re-reads the schema per call.
     enum_values: frozenset[str] = field(default=frozenset(), compare=False)
 
@@ -44,6 +46,7 @@ def define_contract(
     result_columns: object = None,
     arguments_from: object = None,
     input_schema: Mapping[str, Any] | None = None,
+    once_per_run: object = False,
 ) -> ToolContract:
     """Validate one tool's declarations and return its contract.
 
@@ -59,11 +62,18 @@ def define_contract(
             f"input_schema is {type(input_schema).__name__}, not a JSON schema object.",
             "Pass the tool's argument schema as a dict, or leave it out.",
         )
+    if not isinstance(once_per_run, bool):
+        raise _refuse(
+            name,
+            f"once_per_run is {type(once_per_run).__name__} ({once_per_run!r}), not a boolean.",
+            "Pass once_per_run=True for a tool whose effect must happen once per run, or leave it out.",
+        )
     return ToolContract(
         name=name,
         description=description,
         result_columns=columns,
         arguments_from=grounds,
         input_schema=input_schema,
+        once_per_run=once_per_run,
         enum_values=declared_enum_values(input_schema),
     )

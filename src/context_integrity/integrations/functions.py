@@ -69,6 +69,7 @@ def declare_tool(
     arguments_from: object = None,
     input_schema: Mapping[str, Any] | None = None,
     description: str | None = None,
+    once_per_run: bool = False,
 ) -> ToolContract:
     """Declare the contract of a tool this application did not write (a framework or MCP tool).
 
@@ -81,6 +82,7 @@ def declare_tool(
         result_columns=result_columns,
         arguments_from=arguments_from,
         input_schema=input_schema,
+        once_per_run=once_per_run,
     )
     CONTRACTS.declare(contract)
     return contract
@@ -105,6 +107,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     input_schema: Mapping[str, Any] | None = None,
+    once_per_run: bool = False,
 ) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
 def tool(
     fn: Callable[P, R] | None = None,
@@ -115,11 +118,13 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     input_schema: Mapping[str, Any] | None = None,
+    once_per_run: bool = False,
 ) -> Callable[P, R] | Callable[[Callable[P, R]], Callable[P, R]]:
     """Declare a tool's contract and instrument its calls (sync or async).
 
     ``result_columns`` says what its rows contain; ``arguments_from`` names the
-    tools whose results its arguments come from. A bad declaration raises
+    tools whose results its arguments come from; ``once_per_run=True`` says its effect must
+    happen once per run (a repeat with equal arguments is a duplicate-execution). A bad declaration raises
     :class:`~context_integrity.DeclarationError` here, at definition; nothing
     the tool later returns can make the wrapper raise.
     """
@@ -130,6 +135,7 @@ def tool(
             result_columns=result_columns,
             arguments_from=arguments_from,
             input_schema=input_schema,
+            once_per_run=once_per_run,
             description=description or _first_line(getattr(target, "__doc__", None)),
         )
         bind = _binder(target)

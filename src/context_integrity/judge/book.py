@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from pydantic import BaseModel
+
 from ..contracts import ToolContract
+from ..contracts.claims import ClaimsContract
 
 
 class ContractBook:
@@ -17,6 +20,8 @@ class ContractBook:
 
     def __init__(self) -> None:
         self._contracts: dict[str, ToolContract] = {}
+        self._claims: dict[type[BaseModel], ClaimsContract] = {}
+        self._wire_readers: set[str] = set()
 
     def declare(self, contract: ToolContract) -> None:
         self._contracts[contract.name] = contract
@@ -42,6 +47,46 @@ class ContractBook:
     def any_grounds(self) -> bool:
         return any(c.arguments_from for c in self._contracts.values())
 
+    def any_once_per_run(self) -> bool:
+        return any(c.once_per_run for c in self._contracts.values())
+
     def grounds(self) -> dict[str, tuple[str, ...]]:
         """Tool name -> the tools its arguments come from, for every tool that declared them."""
         return {c.name: c.arguments_from for c in self._contracts.values() if c.arguments_from}
+
+    # ── claims contracts (one per output model) ────────────────────────
+    def declare_claims(self, contract: ClaimsContract) -> None:
+        self._claims[contract.output_model] = contract
+
+    def forget_claims(self, output_model: type[BaseModel]) -> None:
+        self._claims.pop(output_model, None)
+
+    def claims_models(self) -> frozenset[type[BaseModel]]:
+        return frozenset(self._claims)
+
+    def any_claims(self) -> bool:
+        return bool(self._claims)
+
+    def claims_for(self, output: object) -> tuple[ClaimsContract, ...]:
+        """The claims contracts an answer is judged by.
+
+        A typed answer: the contract of its model (or of the nearest declared base class). An
+        untyped answer (a mapping, or text to parse as JSON): the one contract declared, when there
+        is exactly one; with several, nothing says which applies, so none does.
+        """
+        if isinstance(output, BaseModel):
+            for model in type(output).__mro__:
+                if model in self._claims:
+                    return (self._claims[model],)
+            return ()
+        return tuple(self._claims.values()) if len(self._claims) == 1 else ()
+
+    # ── wire readers (installed on the clients that send requests to a provider) ──
+    def declare_wire_reader(self, label: str) -> None:
+        self._wire_readers.add(label)
+
+    def forget_wire_reader(self, label: str) -> None:
+        self._wire_readers.discard(label)
+
+    def any_wire_readers(self) -> bool:
+        return bool(self._wire_readers)

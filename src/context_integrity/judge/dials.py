@@ -85,6 +85,20 @@ class Dials:
             )
         },
     )
+    notice_prior_turn_evidence: bool = field(
+        default=False,
+        metadata={
+            "dial": DialSpec(
+                accepts=_is_bool,
+                expected="a boolean",
+                meaning=(
+                    "Pass True to notice a final answer whose every data value was last served in an earlier "
+                    "conversation turn (advisory)."
+                ),
+                annotation="bool",
+            )
+        },
+    )
     external_grounds: ExternalGroundsProvider | None = field(
         default=None,
         metadata={

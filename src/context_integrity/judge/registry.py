@@ -13,14 +13,22 @@ function is the few lines that hand the pure check what the run state holds).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import json
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from pydantic import BaseModel
+
 from ..checks.column_types import ColumnMode, column_types_canary, column_types_of
+from ..checks.compose_invariant import compose_invariant_canary, suspended_still_offered_of
 from ..checks.dangling_reference import dangling_reference_canary, dangling_references_of
+from ..checks.duplicate_execution import OnceCall, duplicate_execution_canary, duplicate_executions_of
 from ..checks.empty_lookup import empty_lookup_canary, empty_lookup_of
+from ..checks.prior_turn_evidence import prior_turn_evidence_canary, prior_turn_evidence_of_answer
 from ..checks.unsupported_argument import ArmedCall, unsupported_argument_canary, unsupported_arguments_of
+from ..checks.unsupported_claim import unsupported_claim_canary, unsupported_claims_of
+from ..checks.wire_invariant import wire_invariant_canary, wire_violations_of
 from ..findings import NOT_APPLICABLE, Encounter, Kind, Seam
 from ..ledger import CheckId
 from .book import ContractBook
@@ -67,6 +75,9 @@ class RegisteredCheck:
     # The version of the check's decision rule, carried by every finding it files (evaluator
     # provenance), so results compare across upgrades. Bump it whenever the rule decides differently.
     rule_version: str = "1"
+    # Armed mid-run by what the application tells the run ("suspend": ``run.suspend``), for a check
+    # whose subject only exists once the application says so; until then it is unarmed.
+    arms_on: str | None = None
 
     def __post_init__(self) -> None:
         seams = {row.seam for row in self.rows}
@@ -148,6 +159,78 @@ def _unsupported_at_choice(state: RunState, seen: ResponseSeen) -> Encounter:
     )
 
 
+def _wire_invariant_at_wire(state: RunState, seen: WireSeen) -> Encounter:
+    return wire_violations_of(
+        composed=seen.composed, wire=seen.tool_names, epoch=state.epoch, source=seen.source
+    )
+
+
+def _compose_invariant_at_compose(state: RunState, seen: RequestSeen) -> Encounter:
+    return suspended_still_offered_of(suspended=state.suspended, offered=seen.offered, epoch=state.epoch)
+
+
+def _duplicate_at_choice(state: RunState, seen: ResponseSeen) -> Encounter:
+    calls = []
+    for call in seen.response.calls:
+        contract = state.contracts.get(call.name)
+        if contract is not None and contract.once_per_run:
+            calls.append(OnceCall(call.name, call.call_id, call.arguments))
+    return duplicate_executions_of(calls=calls, executed=state.executed, epoch=state.epoch)
+
+
+def _answer_object(seen: AnswerSeen) -> tuple[object, bool]:
+    """The answer as an object of fields (unset fields absent), and whether it could be read."""
+    output = seen.output
+    if isinstance(output, BaseModel):
+        return output.model_dump(exclude_unset=True), True
+    if isinstance(output, Mapping):
+        return output, True
+    if isinstance(seen.text, str):
+        try:
+            parsed = json.loads(seen.text)
+        except ValueError:
+            return None, False
+        return parsed, isinstance(parsed, Mapping)
+    return None, False
+
+
+def _unsupported_claim_at_claim(state: RunState, seen: AnswerSeen) -> Encounter:
+    contracts = state.contracts.claims_for(seen.output)
+    if not contracts:
+        return OUT_OF_SCOPE
+    answer, readable = _answer_object(seen)
+    return unsupported_claims_of(
+        claims=[claim for contract in contracts for claim in contract.claims],
+        answer=answer,
+        readable=readable,
+        facts=tuple(state.facts),
+        epoch=state.epoch,
+    )
+
+
+def _prior_turn_at_claim(state: RunState, seen: AnswerSeen) -> Encounter:
+    text = seen.text
+    if text is None and seen.output is not None:
+        text = seen.output.model_dump_json() if isinstance(seen.output, BaseModel) else str(seen.output)
+    return prior_turn_evidence_of_answer(text, state.last_frame, epoch=state.epoch)
+
+
+def _wire_reader(contracts: ContractBook, dials: Dials) -> bool:
+    return contracts.any_wire_readers()
+
+
+def _once_per_run(contracts: ContractBook, dials: Dials) -> bool:
+    return contracts.any_once_per_run()
+
+
+def _claims(contracts: ContractBook, dials: Dials) -> bool:
+    return contracts.any_claims()
+
+
+def _prior_turn(contracts: ContractBook, dials: Dials) -> bool:
+    return dials.notice_prior_turn_evidence
+
+
 def _grounding(contracts: ContractBook, dials: Dials) -> bool:
     return contracts.any_grounds()
 
@@ -162,11 +245,25 @@ def _column_types(contracts: ContractBook, dials: Dials) -> bool:
 
 # ── The table ───────────────────────────────────────────────────────────
 
-# Registration order is report order. duplicate-execution is a named kind with no check yet: it is
-# deliberately NOT registered, so no row ever implies someone looked for it.
+# Registration order is report order; duplicate-execution, the newest, comes last.
 BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
-    RegisteredCheck("wire invariant", rows=(CheckId("invariant-violation", "wire"),)),
-    RegisteredCheck("compose invariant", rows=(CheckId("invariant-violation", "compose"),)),
+    RegisteredCheck(
+        "wire invariant",
+        rows=(CheckId("invariant-violation", "wire"),),
+        # Armed by an installed wire reader; then a model call whose body it did not read is
+        # unreachable, never silent.
+        armed=_wire_reader,
+        wire=_wire_invariant_at_wire,
+        canary=wire_invariant_canary,
+    ),
+    RegisteredCheck(
+        "compose invariant",
+        rows=(CheckId("invariant-violation", "compose"),),
+        # Armed by the run's first ``run.suspend``: before it, nothing is suspended anywhere.
+        arms_on="suspend",
+        compose=_compose_invariant_at_compose,
+        canary=compose_invariant_canary,
+    ),
     RegisteredCheck(
         "dangling reference",
         rows=(CheckId("dangling-reference", "compose"),),
@@ -185,7 +282,13 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         keeps_grounds=True,
         canary=unsupported_argument_canary,
     ),
-    RegisteredCheck("unsupported claim", rows=(CheckId("unsupported-claim", "claim"),)),
+    RegisteredCheck(
+        "unsupported claim",
+        rows=(CheckId("unsupported-claim", "claim"),),
+        armed=_claims,
+        claim=_unsupported_claim_at_claim,
+        canary=unsupported_claim_canary,
+    ),
     RegisteredCheck(
         "empty lookup",
         rows=(CheckId("empty-lookup", "write"),),
@@ -203,7 +306,20 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         write=_column_types_at_write,
         canary=column_types_canary,
     ),
-    RegisteredCheck("prior-turn evidence", rows=(CheckId("prior-turn-evidence", "claim"),)),
+    RegisteredCheck(
+        "prior-turn evidence",
+        rows=(CheckId("prior-turn-evidence", "claim"),),
+        armed=_prior_turn,
+        claim=_prior_turn_at_claim,
+        canary=prior_turn_evidence_canary,
+    ),
+    RegisteredCheck(
+        "duplicate execution",
+        rows=(CheckId("duplicate-execution", "choice"),),
+        armed=_once_per_run,
+        choice=_duplicate_at_choice,
+        canary=duplicate_execution_canary,
+    ),
 )
 
 # The built-in rows in ledger order: the README table, the telemetry and the recording reader read this.

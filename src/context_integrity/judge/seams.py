@@ -209,6 +209,7 @@ class RunJudge:
                 if encounter.refusal is not None and verdict.refusal is None:
                     verdict.refusal = encounter.refusal
         self._bookkeep("recording a tool result", lambda: self.state.after_tool_result(seen))
+        self._bookkeep("recording an execution", lambda: self.state.after_result(seen))
         return verdict
 
     def compose(self, frame: RequestFrame) -> list[Finding]:
@@ -223,6 +224,7 @@ class RunJudge:
             if encounter is not None:
                 found.extend(self._first_sightings(encounter.findings))
         self.state.close_request(seen)
+        self.state.after_request(seen)
         return found
 
     def choice(self, frame: RequestFrame | None, response: ModelResponse) -> ChoiceVerdict:
@@ -239,6 +241,7 @@ class RunJudge:
             verdict.findings.extend(fresh)
             verdict.call_ids.extend(call_of.get(id(f)) for f in fresh)
             verdict.excusals.extend(encounter.excusals)
+        self._bookkeep("recording a response", lambda: self.state.after_response(seen))
         return verdict
 
     def claim(self, text: str | None, output: object = None) -> list[Finding]:
@@ -252,16 +255,38 @@ class RunJudge:
                 found.extend(self._first_sightings(encounter.findings))
         return found
 
-    def wire(self, tool_names: frozenset[str] | None) -> list[Finding]:
-        """Judge what crossed the wire to the provider (the wire seam). Never raises."""
+    def wire(
+        self, frame: RequestFrame | None, tool_names: frozenset[str] | None, *, source: str | None = None
+    ) -> list[Finding]:
+        """Judge what crossed the wire to the provider against the request composed (the wire seam).
+
+        ``tool_names`` is ``None`` when no wire reader saw or could read the body. Never raises.
+        """
         self.note_work("wire")
-        seen = WireSeen(tool_names)
+        composed = tuple(dict.fromkeys(tool.name for tool in frame.tools)) if frame is not None else ()
+        seen = WireSeen(composed, tool_names, source or "the serialized request body")
         found: list[Finding] = []
         for entry in self.armed["wire"]:
             encounter = self._run(entry, entry.wire, seen)
             if encounter is not None:
                 found.extend(self._first_sightings(encounter.findings))
         return found
+
+    # ── what the application tells the run ───────────────────────────
+    def suspend(self, group: str, tools: tuple[str, ...]) -> None:
+        """A group of tools is switched off until :meth:`resume` (compose invariant)."""
+        self._arm_on("suspend")
+        self._bookkeep("suspending a toolset", lambda: self.state.suspend(group, tools))
+
+    def _arm_on(self, event: str) -> None:
+        """Arm the built checks armed by what the application just told the run."""
+        for entry in self.checks:
+            if entry.arms_on == event and entry.built and id(entry) not in self._armed_ids:
+                self._armed_ids.add(id(entry))
+                self.armed[entry.seam] = (*self.armed[entry.seam], entry)
+
+    def resume(self, group: str) -> None:
+        self._bookkeep("resuming a toolset", lambda: self.state.resume(group))
 
     # The names the telemetry layer has always called.
     judge_tool_result = write
@@ -281,6 +306,10 @@ class RunJudge:
             for row in entry.rows:
                 self._note(row, UNREACHABLE)
             return None
+        if encounter.dispositions and len(entry.rows) == 1:
+            for disposition in encounter.dispositions:
+                self._note(entry.rows[0], disposition)
+            return encounter
         for row in entry.rows:
             self._note(row, encounter.disposition_of(row.check))
         return encounter

@@ -14,10 +14,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..checks.duplicate_execution import Execution, arguments_key
 from ..contracts import ToolContract, declared_enum_values
 from ..contracts.results import ResultReading, read_result
+from ..contracts.semantic import FactRow, fact_rows_of
 from ..findings import Seam
-from ..limits import MAX_SERVED_RESULTS_PER_RUN, MAX_SERVED_TEXT_CHARS
+from ..limits import (
+    MAX_FACT_ROWS_PER_RUN,
+    MAX_ONCE_EXECUTIONS,
+    MAX_SERVED_RESULTS_PER_RUN,
+    MAX_SERVED_TEXT_CHARS,
+    MAX_SUSPENDED_GROUPS,
+)
 from ..loop import (
     FrameGround,
     ModelResponse,
@@ -124,9 +132,15 @@ class AnswerSeen:
 
 @dataclass(frozen=True, slots=True)
 class WireSeen:
-    """The wire seam: what actually crossed to the model provider."""
+    """The wire seam: what actually crossed to the model provider, against the request composed.
 
+    ``tool_names`` is ``None`` when no wire reader saw or could read the body; ``source`` names
+    the reader (which provider's body it read).
+    """
+
+    composed: tuple[str, ...]
     tool_names: frozenset[str] | None
+    source: str = "the serialized request body"
 
 
 # ── The per-run memory ──────────────────────────────────────────────────
@@ -152,6 +166,16 @@ class RunState:
     evicted: set[str] = field(default_factory=set)
     produced: deque[tuple[str, str, str]] = field(default_factory=deque)
     produced_keys: set[tuple[str, str]] = field(default_factory=set)
+    # invariant-violation @ compose: group -> the tools the application suspended (``run.suspend``).
+    suspended: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # duplicate-execution: once-per-run calls the model asked for (call id -> tool, arguments key),
+    # and the first successful execution of each (tool, arguments key).
+    once_asked: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    executed: dict[tuple[str, str], Execution] = field(default_factory=dict)
+    # unsupported-claim: every fact a tool settled with semantic(), oldest first.
+    facts: deque[FactRow] = field(default_factory=deque)
+    # prior-turn evidence reads the last request of the run as it stands.
+    last_frame: RequestFrame | None = None
 
     @classmethod
     def begin(cls, contracts: ContractBook, dials: Dials, *, grounding: bool) -> RunState:
@@ -223,3 +247,50 @@ class RunState:
             if name in self.producers and name is not None:
                 key = message.tool_call_id or f"frame:{hash(message_text(message))}"
                 self.remember_produced(name, key, message.content)
+
+    # ── the family's bookkeeping (suspensions, executions, settled facts, the last request) ──
+    def suspend(self, group: str, tools: tuple[str, ...]) -> None:
+        self.suspended.pop(group, None)
+        if len(self.suspended) >= MAX_SUSPENDED_GROUPS:
+            self.suspended.pop(next(iter(self.suspended)))
+        self.suspended[group] = tools
+
+    def resume(self, group: str) -> None:
+        self.suspended.pop(group, None)
+
+    def after_request(self, seen: RequestSeen) -> None:
+        self.last_frame = seen.frame
+
+    def after_response(self, seen: ResponseSeen) -> None:
+        """Remember the arguments of each once-per-run call the model asked for, until it runs."""
+        for call in seen.response.calls:
+            contract = self.contracts.get(call.name)
+            if contract is None or not contract.once_per_run:
+                continue
+            if len(self.once_asked) >= MAX_ONCE_EXECUTIONS:
+                self.once_asked.pop(next(iter(self.once_asked)))
+            self.once_asked[call.call_id] = (call.name, arguments_key(call.arguments))
+
+    def after_result(self, seen: ToolResultSeen) -> None:
+        """A tool returned: a once-per-run execution succeeded; a semantic envelope settled facts."""
+        contract = seen.contract
+        if contract is not None and contract.once_per_run:
+            asked = self.once_asked.pop(seen.call_id, None)
+            # The model's own arguments when it asked for this call, so both sides of the comparison
+            # are the same kind of thing; the bound arguments for a call no response announced.
+            key = (
+                asked[1]
+                if asked is not None and asked[0] == seen.tool_name
+                else arguments_key(seen.arguments())
+            )
+            if key is not None and (seen.tool_name, key) not in self.executed:
+                if len(self.executed) >= MAX_ONCE_EXECUTIONS:
+                    self.executed.pop(next(iter(self.executed)))
+                self.executed[(seen.tool_name, key)] = Execution(seen.call_id, self.epoch)
+        if self.contracts.any_claims():
+            for row in fact_rows_of(
+                seen.result, tool_name=seen.tool_name, call_id=seen.call_id, epoch=self.epoch
+            ):
+                if len(self.facts) >= MAX_FACT_ROWS_PER_RUN:
+                    self.facts.popleft()
+                self.facts.append(row)

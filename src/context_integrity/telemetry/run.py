@@ -25,7 +25,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind
 from opentelemetry.util.types import AttributeValue
 
-from ..contracts import ToolContract, define_contract
+from ..contracts import DeclarationError, ToolContract, define_contract
 from ..findings import Finding
 from ..judge import Dials, RunJudge, SetupError
 from ..judge.dials import POSTURES, Posture
@@ -48,6 +48,10 @@ from .spans import AGENT, CHAT, TOOL, HeldSpan, adopt_or_start, find_host_span, 
 
 _current_run: contextvars.ContextVar[Run | None] = contextvars.ContextVar(
     "context_integrity_run", default=None
+)
+
+_current_call: contextvars.ContextVar[ModelCall | None] = contextvars.ContextVar(
+    "context_integrity_model_call", default=None
 )
 
 _DEFAULT_DIALS = Dials()
@@ -83,6 +87,16 @@ def _dials_in_force(inst: Instrumentation | None) -> Dials:
     dials = inst.dials if inst is not None else _DEFAULT_DIALS
     override = _posture_override
     return dials if override is None or override == dials.posture else replace(dials, posture=override)
+
+
+def current_model_call() -> ModelCall | None:
+    """The model call open in this context (between ``run.request`` and its end), if any.
+
+    A wire reader runs inside the SDK call the application makes while the model call is
+    open, so this is how it finds the request the body it read was composed from.
+    """
+    call = _current_call.get()
+    return call if call is not None and not call.ended else None
 
 
 class ToolScope:
@@ -376,24 +390,54 @@ class Run:
             return result
         return call.finish(result)
 
-    def answer(self, text: str) -> None:
-        """Report the final answer (the claim seam): the checks registered there judge it."""
+    def answer(self, text: object = None, *, output: object = None) -> list[Finding]:
+        """Report the final answer (the claim seam); returns the findings filed on the run span.
+
+        ``text`` is what the model wrote; ``output`` the typed answer (a pydantic model instance)
+        when the agent has an output model. A pydantic instance passed as ``text`` is taken as the
+        output. Detection only: nothing is changed or withheld.
+        """
         try:
+            if output is None and text is not None and not isinstance(text, str):
+                output, text = text, None
+            if text is None and output is not None:
+                text = _rendered(output)
+            shown = text if isinstance(text, str) else None
             held = self._held
             if self._inst is not None and self._inst.capture_content and held is not None:
                 set_content(
                     held.span,
                     names.GEN_AI_OUTPUT_MESSAGES,
-                    [{"role": "assistant", "content": text}],
+                    [{"role": "assistant", "content": shown}],
                     owned=held.owned,
                 )
-            if self.judge is not None:
-                found = self.judge.claim(text)
-                record_judge_errors(self.span, self.judge)
-                if found and held is not None:
-                    SpanEmitter(held.span, self._inst).findings(found)
+            if self.judge is None:
+                return []
+            found = self.judge.claim(shown, output)
+            record_judge_errors(self.span, self.judge)
+            if found and held is not None:
+                SpanEmitter(held.span, self._inst).findings(found)
+            return found
         except Exception as ours:
             record_internal_error(self.span, "reporting the answer", ours)
+            return []
+
+    def suspend(self, group: str, tools: Sequence[str]) -> None:
+        """Tell the run a group of tools is switched off (a skill or toolset disabled, an MCP server
+        disconnected) until :meth:`resume`. A request that still offers one of them is an
+        invariant-violation at the compose seam.
+
+        Raises :class:`~context_integrity.DeclarationError` for a blank group name or a tool list
+        that is not a list of non-blank names: that is the application's statement, checked once.
+        """
+        group, names_ = _suspension(group, tools)
+        if self.judge is not None:
+            self.judge.suspend(group, names_)
+
+    def resume(self, group: str) -> None:
+        """The group suspended with :meth:`suspend` is on again. Resuming an unknown group does nothing."""
+        if self.judge is not None and isinstance(group, str):
+            self.judge.resume(group)
 
     # ── call ids ───────────────────────────────────────────────────────
     def expect_call(self, tool_name: str, call_id: str) -> None:
@@ -421,6 +465,37 @@ class Run:
         return self.judge.next_call_id(tool_name)
 
 
+def _rendered(output: object) -> str | None:
+    try:
+        dump = getattr(output, "model_dump_json", None)
+        return str(dump()) if callable(dump) else None
+    except Exception:
+        return None
+
+
+def _suspension(group: object, tools: object) -> tuple[str, tuple[str, ...]]:
+    if not isinstance(group, str) or not group.strip():
+        raise DeclarationError(
+            f"run.suspend(): the group name must be a non-blank string (got {group!r}). "
+            "Name the skill, toolset or server being switched off."
+        )
+    if isinstance(tools, str) or not isinstance(tools, (list, tuple, set, frozenset)):
+        raise DeclarationError(
+            f"run.suspend({group!r}): tools must be a list of tool names (got {type(tools).__name__}). "
+            "Pass the names of the tools the group owns, e.g. ['open_ticket']."
+        )
+    names_: list[str] = []
+    for name in tools:
+        if not isinstance(name, str) or not name.strip():
+            raise DeclarationError(
+                f"run.suspend({group!r}): tools has a blank or non-string entry ({name!r}). "
+                "Every entry must be a tool name exactly as it is offered."
+            )
+        if name not in names_:
+            names_.append(name)
+    return group, tuple(names_)
+
+
 class ModelCall:
     """One model call in flight: a ``chat {model}`` span judged at the compose and choice seams.
 
@@ -438,6 +513,8 @@ class ModelCall:
         self.findings: list[Finding] = []
         self.excusals: list[ExternalGrounding] = []
         self._ended = False
+        self._wired = False
+        self._call_token: contextvars.Token[ModelCall | None] | None = _current_call.set(self)
         self._held: HeldSpan | None = None
         self._emitter: SpanEmitter | None = None
         try:
@@ -471,6 +548,30 @@ class ModelCall:
             self.findings.extend(found)
             self._emitter.findings(found, call_ids=call_ids)
 
+    @property
+    def ended(self) -> bool:
+        return self._ended
+
+    def wire(self, tool_names: frozenset[str] | None, *, source: str | None = None) -> None:
+        """What a wire reader read back from the serialized request body (the wire seam).
+
+        ``None`` when the reader saw the body and could not read it. Called by the wire reader;
+        a call whose body no reader saw is judged ``unreachable`` when it ends.
+        """
+        if self._ended:
+            return
+        self._wired = True
+        try:
+            judge = self.run.judge
+            if judge is not None:
+                self._file(judge.wire(self.frame, tool_names, source=source))
+        except Exception as ours:
+            record_internal_error(self.span, "judging the wire", ours)
+
+    def _close_wire(self) -> None:
+        if not self._wired:
+            self.wire(None)
+
     def respond(
         self,
         response: ModelResponse | None = None,
@@ -482,6 +583,7 @@ class ModelCall:
         if self._ended:
             return
         try:
+            self._close_wire()
             reply = response if response is not None else ModelResponse(calls=tuple(calls), text=text)
             if reply.response_id and self._held is not None:
                 set_text(self._held.span, names.GEN_AI_RESPONSE_ID, reply.response_id, owned=self._held.owned)
@@ -502,7 +604,13 @@ class ModelCall:
     def end(self, error: BaseException | None = None) -> None:
         if self._ended:
             return
+        self._close_wire()
         self._ended = True
+        token, self._call_token = self._call_token, None
+        if token is not None:
+            # Ended from another context (a task that outlived its call): nothing to restore there.
+            with contextlib.suppress(Exception):
+                _current_call.reset(token)
         if self._held is None:
             return
         try:
