@@ -58,9 +58,12 @@ class Telemetry:
 def isolated_contracts() -> Iterator[None]:
     """Tools declared during a test are forgotten after it (the book is process-wide)."""
     before = CONTRACTS.names()
+    before_claims = CONTRACTS.claims_models()
     yield
     for name in CONTRACTS.names() - before:
         CONTRACTS.forget(name)
+    for model in CONTRACTS.claims_models() - before_claims:
+        CONTRACTS.forget_claims(model)
 
 
 @pytest.fixture

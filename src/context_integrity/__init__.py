@@ -19,12 +19,19 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .checks.column_types import COLUMN_TYPE_CEILING
+    from .checks.compose_invariant import COMPOSE_INVARIANT_CEILING
     from .checks.dangling_reference import DANGLING_REFERENCE_CEILING
+    from .checks.duplicate_execution import DUPLICATE_EXECUTION_CEILING
     from .checks.empty_lookup import EMPTY_LOOKUP_CEILING
+    from .checks.prior_turn_evidence import PRIOR_TURN_EVIDENCE_CEILING
     from .checks.unsupported_argument import UNSUPPORTED_ARGUMENT_CEILING
+    from .checks.unsupported_claim import UNSUPPORTED_CLAIM_CEILING
+    from .checks.wire_invariant import WIRE_INVARIANT_CEILING
+    from .contracts.semantic import semantic
     from .contracts import ColumnDeclaration, DeclarationError, absent, is_absence
     from .findings import ExternalGround, Finding
-    from .integrations.functions import declare_tool, tool
+    from .integrations.functions import declare_claims, declare_tool, tool
+    from .integrations.wire import install_wire_reader
     from .judge import SetupError
     from .ledger import CheckerDeadError, LedgerRow
     from .loop import Message, ModelResponse, RequestFrame, ToolCall, ToolDefinition
@@ -45,6 +52,9 @@ _HOMES: dict[str, str] = {
     "absent": "contracts",
     "is_absence": "contracts",
     "ExternalGround": "findings",
+    "declare_claims": "integrations.functions",
+    "semantic": "contracts.semantic",
+    "install_wire_reader": "integrations.wire",
     # runs and the loop protocol
     "run": "telemetry.run",
     "current_run": "telemetry.run",
@@ -67,14 +77,24 @@ _HOMES: dict[str, str] = {
     "DANGLING_REFERENCE_CEILING": "checks.dangling_reference",
     "EMPTY_LOOKUP_CEILING": "checks.empty_lookup",
     "UNSUPPORTED_ARGUMENT_CEILING": "checks.unsupported_argument",
+    "COMPOSE_INVARIANT_CEILING": "checks.compose_invariant",
+    "WIRE_INVARIANT_CEILING": "checks.wire_invariant",
+    "UNSUPPORTED_CLAIM_CEILING": "checks.unsupported_claim",
+    "PRIOR_TURN_EVIDENCE_CEILING": "checks.prior_turn_evidence",
+    "DUPLICATE_EXECUTION_CEILING": "checks.duplicate_execution",
 }
 
 # Kept literal for tools that read it statically; a test holds it equal to the keys of _HOMES.
 __all__ = [
     "COLUMN_TYPE_CEILING",
+    "COMPOSE_INVARIANT_CEILING",
     "DANGLING_REFERENCE_CEILING",
+    "DUPLICATE_EXECUTION_CEILING",
     "EMPTY_LOOKUP_CEILING",
+    "PRIOR_TURN_EVIDENCE_CEILING",
     "UNSUPPORTED_ARGUMENT_CEILING",
+    "UNSUPPORTED_CLAIM_CEILING",
+    "WIRE_INVARIANT_CEILING",
     "CheckerDeadError",
     "ColumnDeclaration",
     "DeclarationError",
@@ -92,10 +112,13 @@ __all__ = [
     "ToolDefinition",
     "absent",
     "current_run",
+    "declare_claims",
     "declare_tool",
     "flush",
+    "install_wire_reader",
     "is_absence",
     "run",
+    "semantic",
     "setup",
     "shutdown",
     "tool",

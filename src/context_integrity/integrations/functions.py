@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, ParamSpec, TypeVar, overload
 
 from ..contracts import ToolContract, define_contract
+from ..contracts.claims import ClaimsContract, define_claims
 from ..telemetry.emit import record_internal_error
 from ..telemetry.run import ToolScope
 from ..telemetry.setup import CONTRACTS
@@ -85,6 +86,19 @@ def declare_tool(
         once_per_run=once_per_run,
     )
     CONTRACTS.declare(contract)
+    return contract
+
+
+def declare_claims(output_model: object, claims: object) -> ClaimsContract:
+    """Declare which typed answer fields claim which settled facts (arms unsupported-claim).
+
+    ``output_model`` is the agent's pydantic output model; ``claims`` maps an answer field (a
+    dot-path) to the ``(entity, field)`` a tool settles with ``ci.semantic(...)``. Raises
+    :class:`~context_integrity.DeclarationError` without a model, when empty, or with a blank
+    entity or field.
+    """
+    contract = define_claims(output_model, claims)
+    CONTRACTS.declare_claims(contract)
     return contract
 
 
