@@ -81,3 +81,14 @@ def test_every_dotted_name_in_the_table_exists_in_the_names_module() -> None:
             assert token.startswith(prefixes), token
             continue
         assert token in known, token
+
+
+def test_every_family_ceiling_is_quoted_verbatim() -> None:
+    for ceiling in (
+        ci.COMPOSE_INVARIANT_CEILING,
+        ci.WIRE_INVARIANT_CEILING,
+        ci.UNSUPPORTED_CLAIM_CEILING,
+        ci.PRIOR_TURN_EVIDENCE_CEILING,
+        ci.DUPLICATE_EXECUTION_CEILING,
+    ):
+        assert ceiling in README

@@ -249,6 +249,7 @@ def _column_types(contracts: ContractBook, dials: Dials) -> bool:
 BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
     RegisteredCheck(
         "wire invariant",
+        armed_by="`install_wire_reader(client)` (OpenAI chat/responses, Anthropic messages bodies)",
         rows=(CheckId("invariant-violation", "wire"),),
         # Armed by an installed wire reader; then a model call whose body it did not read is
         # unreachable, never silent.
@@ -258,6 +259,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
     ),
     RegisteredCheck(
         "compose invariant",
+        armed_by="the run's first `run.suspend(group, tools)`",
         rows=(CheckId("invariant-violation", "compose"),),
         # Armed by the run's first ``run.suspend``: before it, nothing is suspended anywhere.
         arms_on="suspend",
@@ -284,6 +286,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
     ),
     RegisteredCheck(
         "unsupported claim",
+        armed_by="`declare_claims(OutputModel, {field: (entity, fact)})` and tools returning `semantic(...)`",
         rows=(CheckId("unsupported-claim", "claim"),),
         armed=_claims,
         claim=_unsupported_claim_at_claim,
@@ -308,6 +311,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
     ),
     RegisteredCheck(
         "prior-turn evidence",
+        armed_by="`setup(notice_prior_turn_evidence=True)`",
         rows=(CheckId("prior-turn-evidence", "claim"),),
         armed=_prior_turn,
         claim=_prior_turn_at_claim,
@@ -315,6 +319,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
     ),
     RegisteredCheck(
         "duplicate execution",
+        armed_by="a tool declared `once_per_run=True`",
         rows=(CheckId("duplicate-execution", "choice"),),
         armed=_once_per_run,
         choice=_duplicate_at_choice,
