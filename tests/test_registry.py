@@ -34,8 +34,8 @@ from context_integrity.telemetry import names
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# A kind the family names but no built-in check files: the fake takes its row.
-FAKE_ROW = CheckId("duplicate-execution", "choice")
+# A kind no built-in check files at the choice seam: the fake takes that row.
+FAKE_ROW = CheckId("missing-column", "choice")
 
 
 def _fake_choice(state: RunState, seen: ResponseSeen) -> Encounter:
@@ -45,7 +45,7 @@ def _fake_choice(state: RunState, seen: ResponseSeen) -> Encounter:
         return Encounter(disposition=NOT_APPLICABLE)
     findings = [
         Finding(
-            kind="duplicate-execution",
+            kind="missing-column",
             seam="choice",
             subjects=(tool_subject(call.name),),
             predicate="disk",
@@ -101,13 +101,13 @@ def test_a_fake_check_registered_once_files_counts_and_reaches_telemetry(
     chats = telemetry.named(names.chat_span_name("model"))
     finding_events = [e for span in chats for e in span.events if e.name == names.FINDING_EVENT]
     assert len(finding_events) == 1
-    assert finding_events[0].attributes[names.FINDING_KIND] == "duplicate-execution"
+    assert finding_events[0].attributes[names.FINDING_KIND] == "missing-column"
     assert finding_events[0].attributes[names.GEN_AI_TOOL_CALL_ID] == "c1"
     # the summary span carries the row, and the counter counted the finding
     summary = telemetry.summaries()[0]
-    assert f"{names.ROW_PREFIX}.duplicate-execution.choice.findings" in summary.attributes
-    assert summary.attributes[f"{names.ROW_PREFIX}.duplicate-execution.choice.findings"] == 1
-    assert ("duplicate-execution", 1) in [
+    assert f"{names.ROW_PREFIX}.missing-column.choice.findings" in summary.attributes
+    assert summary.attributes[f"{names.ROW_PREFIX}.missing-column.choice.findings"] == 1
+    assert ("missing-column", 1) in [
         (point[names.METRIC_KIND], value) for point, value in telemetry.findings_metric()
     ]
 

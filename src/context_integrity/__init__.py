@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from .checks.unsupported_argument import UNSUPPORTED_ARGUMENT_CEILING
     from .checks.unsupported_claim import UNSUPPORTED_CLAIM_CEILING
     from .checks.wire_invariant import WIRE_INVARIANT_CEILING
-    from .contracts.semantic import semantic
     from .contracts import ColumnDeclaration, DeclarationError, absent, is_absence
+    from .contracts.semantic import semantic
     from .findings import ExternalGround, Finding
     from .integrations.functions import declare_claims, declare_tool, tool
     from .integrations.wire import install_wire_reader

@@ -28,6 +28,7 @@ from context_integrity.checks.prior_turn_evidence import (
     prior_turn_evidence_of_answer,
 )
 from context_integrity.findings import CHECKED_FAIL, CHECKED_PASS, NOT_APPLICABLE, UNREACHABLE
+from context_integrity.judge import Dials
 from context_integrity.protocol import Message, RequestFrame
 
 TURN_ONE = [
@@ -117,7 +118,7 @@ def test_contract_dispositions() -> None:
 
 def test_negative_the_dial_refuses_a_non_boolean() -> None:
     with pytest.raises(ci.SetupError, match="notice_prior_turn_evidence"):
-        ci.Dials.validated(notice_prior_turn_evidence="yes")
+        Dials.validated(notice_prior_turn_evidence="yes")
 
 
 def test_contract_the_canary_is_caught_and_synthetic() -> None:

@@ -44,13 +44,15 @@ def events(span: ReadableSpan) -> list[dict[str, Any]]:
 
 
 def summary_rows(telemetry: Telemetry) -> dict[tuple[str, str], dict[str, int]]:
+    """The one summary span's ledger, keyed (check, seam); zero counts may be left off the span."""
     (summary,) = telemetry.summaries()
-    rows = [dict(e.attributes or {}) for e in summary.events if e.name == names.DISPOSITION_ROW_EVENT]
-    keys = [(r[names.row_event_attribute("check")], r[names.row_event_attribute("seam")]) for r in rows]
-    assert keys == [(c.check, c.seam) for c in REGISTERED_CHECKS]
+    summary_attrs = attrs(summary)
     fields = ("checked", "findings", "not_applicable", "unreachable")
     return {
-        key: {f: r[names.row_event_attribute(f)] for f in fields} for key, r in zip(keys, rows, strict=True)
+        (c.check, c.seam): {
+            f: int(summary_attrs.get(names.row_attribute(c.check, c.seam, f), 0)) for f in fields
+        }
+        for c in REGISTERED_CHECKS
     }
 
 
