@@ -26,7 +26,7 @@ from context_integrity.checks.compose_invariant import (
 from context_integrity.findings import CHECKED_FAIL, CHECKED_PASS, NOT_APPLICABLE, Subject, tool_subject
 from context_integrity.judge import ContractBook, Dials, RunJudge
 from context_integrity.ledger import CheckId
-from context_integrity.protocol import Message, RequestFrame, ToolDefinition
+from context_integrity.loop import Message, RequestFrame, ToolDefinition
 
 ROW = CheckId("invariant-violation", "compose")
 

@@ -36,7 +36,7 @@ from context_integrity.contracts import define_contract
 from context_integrity.findings import CHECKED_FAIL, CHECKED_PASS, NOT_APPLICABLE, UNREACHABLE
 from context_integrity.judge import ContractBook, Dials, RunJudge
 from context_integrity.ledger import CheckId
-from context_integrity.protocol import ModelResponse, ToolCall
+from context_integrity.loop import ModelResponse, ToolCall
 
 ROW = CheckId("duplicate-execution", "choice")
 ARGS = {"name": "disk2", "size_gb": 100}

@@ -29,7 +29,7 @@ from context_integrity.checks.prior_turn_evidence import (
 )
 from context_integrity.findings import CHECKED_FAIL, CHECKED_PASS, NOT_APPLICABLE, UNREACHABLE
 from context_integrity.judge import Dials
-from context_integrity.protocol import Message, RequestFrame
+from context_integrity.loop import Message, RequestFrame
 
 TURN_ONE = [
     Message("user", "Which host owns the initiator?"),

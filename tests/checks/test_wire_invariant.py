@@ -35,7 +35,7 @@ from context_integrity.integrations.wire import (
 )
 from context_integrity.judge import REGISTRY, ContractBook, Dials, RunJudge
 from context_integrity.ledger import CheckId
-from context_integrity.protocol import Message, RequestFrame, ToolDefinition
+from context_integrity.loop import Message, RequestFrame, ToolDefinition
 from context_integrity.telemetry.setup import CONTRACTS
 
 ROW = CheckId("invariant-violation", "wire")

@@ -52,7 +52,7 @@ from ..findings import (
     Witness,
 )
 from ..limits import MAX_ARGUMENT_DEPTH, MAX_EVIDENCE_FORMS
-from ..protocol import Message, RequestFrame, content_text
+from ..loop import Message, RequestFrame, content_text
 from ..text import plural
 from . import CANARY_EPOCH, as_canary
 
