@@ -77,3 +77,8 @@ MAX_FACT_ROWS_PER_RUN: Final = 20_000
 # Distinct served forms the prior-turn evidence index holds; past it the index is truncated and the
 # check notes not-applicable rather than trust stamps it could not keep.
 MAX_EVIDENCE_FORMS: Final = 200_000
+
+# Host agent runs an integration keeps open at once (a run the host never ends, such as one
+# parked at an interrupt, is closed when this many newer ones are open), and the host's
+# node runs it remembers while matching a run to the host's root run.
+MAX_OPEN_HOST_RUNS: Final = 1024

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from types import TracebackType
 from typing import Any
@@ -320,6 +320,21 @@ class Run:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self._end(exc)
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[None]:
+        """Make the run span current for the block, in this context only.
+
+        For an integration that opens the run in one place and runs the host's steps elsewhere
+        (another node, thread or task): spans those steps open go under the run span. The
+        block's exceptions are the host's and pass through unrecorded.
+        """
+        span = self.span
+        if span is None:
+            yield
+            return
+        with trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
+            yield
 
     # ── reading the run ────────────────────────────────────────────────
     def ledger(self) -> list[LedgerRow]:

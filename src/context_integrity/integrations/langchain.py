@@ -1,0 +1,567 @@
+"""LangChain v1 (``create_agent``): every seam from one middleware, placed innermost.
+
+Two ways in. ``ci.setup()`` calls :func:`instrument_all`, after which every ``create_agent``
+call appends :class:`ContextIntegrityMiddleware` last (innermost); or a user passes it to
+``create_agent(middleware=[...])`` for one agent. Agents compiled before ``setup()`` are not
+covered: LangChain reads an agent's middleware once, when it compiles the agent.
+
+The host's run is the run: ``before_agent`` opens the judge's run (its ``invoke_agent`` span
+starts at the first model or tool call, when the tools offered are known, so the tools' own
+declarations are armed), ``after_agent`` closes it, and when the agent raises, which skips
+``after_agent``, the host's own end of the agent's root run closes it (a LangChain callback,
+see :class:`_RunEnds`). A ``ci.run`` the user wrote around the agent is the run instead: no
+second ``invoke_agent``, no second summary. An agent invoked inside an instrumented agent's
+tool is its own run, under that tool's span.
+
+The seams: compose is the ``ModelRequest`` as the innermost ``wrap_model_call`` receives it,
+which is what the model receives (an outer middleware's trimming included); choice is the
+``AIMessage``'s tool calls with the model's call ids; write is the tool's raw return value,
+taken from a copy of the tool handed to LangChain, before LangChain turns it into text (an
+enforce refusal is what that copy returns, so the model, the host's callbacks and its tool
+message all carry the refusal and no rows); claim is the final answer or the structured
+response. LangChain has no OpenTelemetry of its own, so the ``invoke_agent``, ``chat`` and
+``execute_tool`` spans are ours, one trace per run. Tool calls of one response run on threads
+(or tasks) at once: each run's judge is touched under its own lock.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import itertools
+import logging
+import threading
+import types
+import uuid
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Annotated, Any, Final
+
+from langchain.agents import factory
+from langchain.agents.middleware import AgentMiddleware, AgentState
+from langchain.agents.middleware.types import ModelResponse as LcModelResponse
+from langchain.agents.middleware.types import PrivateStateAttr
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.tools import BaseTool
+from langchain_core.tracers import context as lc_tracer_context
+from typing_extensions import NotRequired
+
+from ..contracts import define_contract
+from ..limits import MAX_OPEN_HOST_RUNS
+from ..protocol import content_text
+from ..telemetry.emit import record_internal_error
+from ..telemetry.run import ModelCall, Run, ToolScope, current_run
+from ..telemetry.setup import CONTRACTS
+from . import _langchain_frames as frames
+from ._langchain_frames import METADATA_KEY, declare_tools
+
+__all__ = ["METADATA_KEY", "ContextIntegrityMiddleware", "instrument_all", "uninstrument_all"]
+
+logger = logging.getLogger("context_integrity")
+
+MIDDLEWARE_NAME: Final = "context_integrity"
+# The agent's state key holding this invocation's run key (private: never in input or output).
+STATE_KEY: Final = "context_integrity_run"
+_BEFORE_AGENT_NODE: Final = f"{MIDDLEWARE_NAME}.before_agent"
+
+# The agent a tool of ours is running in: an agent invoked inside that tool is its own run.
+_enclosing: contextvars.ContextVar[_AgentRun | None] = contextvars.ContextVar(
+    "context_integrity_langchain_enclosing", default=None
+)
+
+
+class _State(AgentState[Any]):
+    context_integrity_run: NotRequired[Annotated[str, PrivateStateAttr]]
+
+
+class _AgentRun:
+    """One invocation of an agent: the judge's run, the context it lives in, and its lock."""
+
+    def __init__(self, key: str, agent_name: str, question: str | None) -> None:
+        self.key = key
+        self.lock = threading.Lock()
+        # The run is opened and closed inside this context, so the span and run it makes
+        # current are made current there, never in the host's (a node's, a worker thread's).
+        self.context = contextvars.copy_context()
+        adopted = current_run() if _enclosing.get() is None else None
+        self.own = adopted is None
+        self.run: Run = adopted if adopted is not None else Run(question, agent_name=agent_name)
+        self.opened = adopted is not None
+        self.closed = False
+
+    def open(self, tools: Iterable[object] = ()) -> None:
+        """Open the run once, after declaring the tools offered (arming reads declarations)."""
+        with self.lock:
+            if self.opened or self.closed:
+                return
+            self.opened = True
+            declare_tools(tools, strict=False)
+            self.context.run(self.run.__enter__)
+
+    def close(self, error: BaseException | None = None) -> None:
+        """Close the run once: its summary is written, whatever ended it."""
+        _forget(self.key)
+        if not self.own:
+            with self.lock:
+                self.closed = True
+            return
+        self.open()
+        with self.lock:
+            if self.closed:
+                return
+            self.closed = True
+            self.context.run(self.run.__exit__, type(error) if error else None, error, None)
+
+
+_runs: OrderedDict[str, _AgentRun] = OrderedDict()
+_runs_lock = threading.Lock()
+_keys = itertools.count(1)
+
+
+def _remember(record: _AgentRun) -> None:
+    evicted: list[_AgentRun] = []
+    with _runs_lock:
+        _runs[record.key] = record
+        while len(_runs) > MAX_OPEN_HOST_RUNS:
+            evicted.append(_runs.popitem(last=False)[1])
+    for stale in evicted:
+        stale.close()
+
+
+def _forget(key: str) -> None:
+    with _runs_lock:
+        _runs.pop(key, None)
+
+
+def _record_of(state: object) -> _AgentRun | None:
+    key = state.get(STATE_KEY) if isinstance(state, dict) else None
+    if not isinstance(key, str):
+        return None
+    with _runs_lock:
+        return _runs.get(key)
+
+
+class _RunEnds(BaseCallbackHandler):
+    """Closes a run when the agent's root run ends, which it does even when a tool raised.
+
+    Installed process-wide through LangChain's configure hook; it looks only at chain runs:
+    the start of our ``before_agent`` node (to learn its root run) and the end of a root run
+    it watches.
+    """
+
+    run_inline = True
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._parents: OrderedDict[Any, Any] = OrderedDict()
+        self._watched: dict[Any, _AgentRun] = {}
+
+    @property
+    def ignore_llm(self) -> bool:
+        return True
+
+    @property
+    def ignore_chat_model(self) -> bool:
+        return True
+
+    @property
+    def ignore_retriever(self) -> bool:
+        return True
+
+    @property
+    def ignore_agent(self) -> bool:
+        return True
+
+    @property
+    def ignore_retry(self) -> bool:
+        return True
+
+    @property
+    def ignore_custom_event(self) -> bool:
+        return True
+
+    def on_chain_start(
+        self, serialized: Any, inputs: Any, *, run_id: Any, parent_run_id: Any = None, **kwargs: Any
+    ) -> None:
+        if kwargs.get("name") != _BEFORE_AGENT_NODE or parent_run_id is None:
+            return
+        with self._lock:
+            self._parents[run_id] = parent_run_id
+            while len(self._parents) > MAX_OPEN_HOST_RUNS:
+                self._parents.popitem(last=False)
+
+    def watch(self, node_run_id: Any, record: _AgentRun) -> None:
+        with self._lock:
+            root = self._parents.pop(node_run_id, None)
+            if root is not None:
+                self._watched[root] = record
+                while len(self._watched) > MAX_OPEN_HOST_RUNS:
+                    self._watched.pop(next(iter(self._watched)))
+
+    def _ended(self, run_id: Any, error: BaseException | None) -> None:
+        if run_id not in self._watched:
+            return
+        with self._lock:
+            record = self._watched.pop(run_id, None)
+        if record is not None:
+            try:
+                record.close(error)
+            except Exception as ours:
+                record_internal_error(None, "closing a LangChain run", ours)
+
+    def on_chain_end(self, outputs: Any, *, run_id: Any, **kwargs: Any) -> None:
+        self._ended(run_id, None)
+
+    def on_chain_error(self, error: BaseException, *, run_id: Any, **kwargs: Any) -> None:
+        self._ended(run_id, error)
+
+
+_RUN_ENDS: Final = _RunEnds()
+_run_ends_var: Final[contextvars.ContextVar[_RunEnds | None]] = contextvars.ContextVar(
+    "context_integrity_langchain_run_ends", default=_RUN_ENDS
+)
+_hook_lock = threading.Lock()
+
+
+def _hook_entry() -> tuple[Any, ...] | None:
+    for entry in lc_tracer_context._configure_hooks:
+        if entry[0] is _run_ends_var:
+            return entry
+    return None
+
+
+def _install_run_ends() -> None:
+    with _hook_lock:
+        if _hook_entry() is None:
+            lc_tracer_context.register_configure_hook(_run_ends_var, True)
+
+
+def _remove_run_ends() -> None:
+    with _hook_lock:
+        entry = _hook_entry()
+        if entry is not None:
+            lc_tracer_context._configure_hooks.remove(entry)  # type: ignore[arg-type]
+
+
+# ── the middleware ─────────────────────────────────────────────────────────
+
+
+def _node_run_id() -> Any:
+    from langgraph.config import get_config
+
+    callbacks = get_config().get("callbacks")
+    return getattr(callbacks, "parent_run_id", None)
+
+
+def _question(state: object) -> str | None:
+    messages = state.get("messages") if isinstance(state, dict) else None
+    for m in reversed(messages or ()):
+        if isinstance(m, HumanMessage):
+            return content_text(m.content)
+    return None
+
+
+def _agent_name() -> str:
+    from langgraph.config import get_config
+
+    metadata = get_config().get("metadata") or {}
+    name = metadata.get("lc_agent_name")
+    return name if isinstance(name, str) and name else "agent"
+
+
+def _ai_of(result: Any) -> tuple[AIMessage | None, object]:
+    """The answer's ``AIMessage`` and structured response, whatever form the handler returned."""
+    inner = getattr(result, "model_response", result)
+    if isinstance(inner, AIMessage):
+        return inner, None
+    if isinstance(inner, LcModelResponse):
+        ai = next((m for m in reversed(inner.result) if isinstance(m, AIMessage)), None)
+        return ai, inner.structured_response
+    return None, None
+
+
+class ContextIntegrityMiddleware(AgentMiddleware[Any, Any, Any]):
+    """Judges one LangChain agent at every seam: ``create_agent(..., middleware=[...,
+    ContextIntegrityMiddleware()])``. Put it last, so it sees what the model receives.
+
+    ``ci.setup()`` appends it to every agent created afterwards; passing it yourself as well
+    is harmless (it is not added twice).
+    """
+
+    state_schema = _State
+
+    def __init__(self) -> None:
+        super().__init__()
+        _install_run_ends()
+
+    @property
+    def name(self) -> str:
+        return MIDDLEWARE_NAME
+
+    # ── the run ──────────────────────────────────────────────────────────
+    def _begin(self, state: Any) -> dict[str, Any] | None:
+        try:
+            key = f"{uuid.uuid4().hex}-{next(_keys)}"
+            record = _AgentRun(key, _agent_name(), _question(state))
+            _remember(record)
+            node = _node_run_id()
+            if node is not None:
+                _install_run_ends()
+                _RUN_ENDS.watch(node, record)
+            return {STATE_KEY: key}
+        except Exception as ours:
+            record_internal_error(None, "opening a LangChain run", ours)
+            return None
+
+    def _finish(self, state: Any) -> None:
+        try:
+            record = _record_of(state)
+            if record is not None:
+                record.close()
+        except Exception as ours:
+            record_internal_error(None, "closing a LangChain run", ours)
+
+    def before_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        return self._begin(state)
+
+    async def abefore_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        return self._begin(state)
+
+    def after_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        self._finish(state)
+        return None
+
+    async def aafter_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        self._finish(state)
+        return None
+
+    # ── compose and choice ───────────────────────────────────────────────
+    def _request(self, request: Any) -> tuple[_AgentRun, ModelCall, frozenset[str]] | None:
+        try:
+            record = _record_of(request.state)
+            if record is None or record.closed:
+                return None
+            record.open(request.tools or ())
+            frame = frames.frame(request)
+            offered = frozenset(t.name for t in frame.tools)
+            with record.lock:
+                call = record.run.request(frame)
+            return record, call, offered
+        except Exception as ours:
+            record_internal_error(None, "reading a LangChain model request", ours)
+            return None
+
+    def _respond(
+        self, opened: tuple[_AgentRun, ModelCall, frozenset[str]], result: Any, error: BaseException | None
+    ) -> None:
+        record, call, offered = opened
+        try:
+            with record.lock:
+                if error is not None:
+                    call.end(error)
+                    return
+                ai, structured = _ai_of(result)
+                reply = frames.response(ai, offered)
+                call.respond(reply)
+                if structured is not None or not reply.calls:
+                    record.run.answer(frames.answer_text(ai, structured))
+        except Exception as ours:
+            record_internal_error(call.span, "reading a LangChain model response", ours)
+
+    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        opened = self._request(request)
+        if opened is None:
+            return handler(request)
+        try:
+            result = handler(request)
+        except BaseException as error:
+            self._respond(opened, None, error)
+            raise
+        self._respond(opened, result, None)
+        return result
+
+    async def awrap_model_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        opened = self._request(request)
+        if opened is None:
+            return await handler(request)
+        try:
+            result = await handler(request)
+        except BaseException as error:
+            self._respond(opened, None, error)
+            raise
+        self._respond(opened, result, None)
+        return result
+
+    # ── write ────────────────────────────────────────────────────────────
+    def _tool_request(self, request: Any) -> tuple[_AgentRun, Any] | None:
+        try:
+            tool = request.tool
+            record = _record_of(request.state)
+            if record is None or record.closed or not isinstance(tool, BaseTool):
+                return None
+            record.open()
+            return record, request.override(tool=_judging_copy(tool, record, request.tool_call))
+        except Exception as ours:
+            record_internal_error(None, "preparing a LangChain tool call", ours)
+            return None
+
+    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        prepared = self._tool_request(request)
+        if prepared is None:
+            return handler(request)
+        record, judged = prepared
+        token = _enclosing.set(record)
+        try:
+            with record.run.active():
+                return handler(judged)
+        finally:
+            _enclosing.reset(token)
+
+    async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        prepared = self._tool_request(request)
+        if prepared is None:
+            return await handler(request)
+        record, judged = prepared
+        token = _enclosing.set(record)
+        try:
+            with record.run.active():
+                return await handler(judged)
+        finally:
+            _enclosing.reset(token)
+
+
+def _open_scope(record: _AgentRun, name: str, call: Any) -> ToolScope | None:
+    try:
+        contract = CONTRACTS.get(name) or define_contract(name)
+        args = call.get("args")
+        arguments = dict(args) if isinstance(args, dict) else {}
+        with record.lock:
+            return ToolScope(contract, lambda: arguments, run=record.run, call_id=call.get("id") or None)
+    except Exception as ours:
+        record_internal_error(None, "opening a LangChain tool span", ours)
+        return None
+
+
+def _deliver(record: _AgentRun, scope: ToolScope, raw: Any, artifact_only: bool) -> Any:
+    """What the tool hands LangChain: its raw value, or the refusal in its place."""
+    judged = raw[1] if artifact_only and isinstance(raw, tuple) and len(raw) == 2 else raw
+    with record.lock:
+        delivered = scope.finish(judged)
+    if delivered is judged:
+        return raw
+    return (delivered, None) if judged is not raw else delivered
+
+
+def _judging_copy(tool: BaseTool, record: _AgentRun, call: Any) -> BaseTool:
+    """A copy of ``tool`` whose run is judged: the user's tool object is never changed.
+
+    A ``@ci.tool`` function inside the tool is called unwrapped: this copy judges it, once.
+    """
+    updates: dict[str, Any] = {}
+    for attribute in ("func", "coroutine"):
+        fn = getattr(tool, attribute, None)
+        if fn is not None and getattr(fn, "contract", None) is not None and hasattr(fn, "__wrapped__"):
+            updates[attribute] = fn.__wrapped__
+    proxy = tool.model_copy(update=updates)
+    run, arun = proxy._run, proxy._arun
+    artifact_only = tool.response_format == "content_and_artifact"
+    name = tool.name
+
+    # functools.wraps keeps the signature: BaseTool.run reads _run's for run_manager and config.
+    @functools.wraps(run)
+    def judged_run(*args: Any, **kwargs: Any) -> Any:
+        scope = _open_scope(record, name, call)
+        if scope is None:
+            return run(*args, **kwargs)
+        try:
+            raw = run(*args, **kwargs)
+        except BaseException as error:
+            scope.fail(error)
+            raise
+        return _deliver(record, scope, raw, artifact_only)
+
+    @functools.wraps(arun)
+    async def judged_arun(*args: Any, **kwargs: Any) -> Any:
+        scope = _open_scope(record, name, call)
+        if scope is None:
+            return await arun(*args, **kwargs)
+        try:
+            raw = await arun(*args, **kwargs)
+        except BaseException as error:
+            scope.fail(error)
+            raise
+        return _deliver(record, scope, raw, artifact_only)
+
+    object.__setattr__(proxy, "_run", judged_run)
+    object.__setattr__(proxy, "_arun", judged_arun)
+    return proxy
+
+
+# ── arming every create_agent ───────────────────────────────────────────────
+
+_ARMED_NAME: Final = "_context_integrity_create_agent"
+_patched: tuple[types.FunctionType, types.CodeType, Any, Any] | None = None
+_patch_lock = threading.Lock()
+
+
+def _with_ours(middleware: Any) -> list[Any]:
+    listed = list(middleware or ())
+    if not any(getattr(m, "name", None) == MIDDLEWARE_NAME for m in listed):
+        listed.append(ContextIntegrityMiddleware())  # last: innermost, sees the final request
+    return listed
+
+
+def _shim(*args: Any, **kwargs: Any) -> Any:
+    # Its code becomes create_agent's: the name below is looked up in create_agent's module.
+    # No closure on purpose: a function's code can only be swapped for code with as many.
+    return _context_integrity_create_agent(*args, **kwargs)  # type: ignore[name-defined]  # noqa: F821
+
+
+def instrument_all() -> None:
+    """Make every ``create_agent`` call from now on append our middleware; idempotent.
+
+    The function object itself is changed, so a ``from langchain.agents import create_agent``
+    taken before this call is covered too. A bad tool declaration raises at ``create_agent``.
+    """
+    global _patched
+    with _patch_lock:
+        if _patched is not None:
+            return
+        original = factory.create_agent
+        clone = types.FunctionType(
+            original.__code__, original.__globals__, original.__name__, original.__defaults__, None
+        )
+        clone.__kwdefaults__ = dict(original.__kwdefaults__ or {})
+        clone.__dict__.update(original.__dict__)
+
+        def armed(*args: Any, **kwargs: Any) -> Any:
+            try:
+                tools = kwargs.get("tools", args[1] if len(args) > 1 else None)
+                kwargs["middleware"] = _with_ours(kwargs.get("middleware"))
+            except Exception as ours:
+                record_internal_error(None, "arming a LangChain agent", ours)
+                return clone(*args, **kwargs)
+            declare_tools(tools, strict=True)
+            return clone(*args, **kwargs)
+
+        _patched = (original, original.__code__, original.__defaults__, original.__kwdefaults__)
+        original.__globals__[_ARMED_NAME] = armed
+        original.__code__ = _shim.__code__
+        original.__defaults__ = None
+        original.__kwdefaults__ = None
+        _install_run_ends()
+
+
+def uninstrument_all() -> None:
+    """Give ``create_agent`` back its own code; agents already created keep their middleware."""
+    global _patched
+    with _patch_lock:
+        if _patched is None:
+            return
+        original, code, defaults, kwdefaults = _patched
+        original.__code__ = code
+        original.__defaults__ = defaults
+        original.__kwdefaults__ = kwdefaults
+        original.__globals__.pop(_ARMED_NAME, None)
+        _patched = None
