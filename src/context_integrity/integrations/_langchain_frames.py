@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from langchain_core.messages import AIMessage, BaseMessage
@@ -43,6 +43,7 @@ _ROLES: Final[Mapping[str, Role]] = {
 # Tool definitions by tool object: a schema is rendered once per tool, not once per request.
 _MAX_DEFINITIONS: Final = 512
 _definitions: dict[int, tuple[object, ToolDefinition]] = {}
+_MAX_CACHED_MESSAGES: Final = 4096
 
 
 def model_name(model: object) -> str:
@@ -96,7 +97,8 @@ def _schema(tool: BaseTool) -> Mapping[str, Any] | None:
 def definition(tool: object) -> ToolDefinition | None:
     """A tool as offered: a ``BaseTool`` or a provider-format dict; ``None`` if it is neither."""
     if isinstance(tool, Mapping):
-        spec = tool.get("function") if isinstance(tool.get("function"), Mapping) else tool
+        function = tool.get("function")
+        spec: Mapping[str, Any] = function if isinstance(function, Mapping) else tool
         name = spec.get("name")
         if not isinstance(name, str):
             return None
@@ -119,7 +121,26 @@ def definition(tool: object) -> ToolDefinition | None:
     return made
 
 
-def frame(request: Any) -> RequestFrame:
+class MessageCache:
+    """Each LangChain message translated once per run: a request carries the whole history."""
+
+    __slots__ = ("_seen",)
+
+    def __init__(self) -> None:
+        self._seen: dict[int, tuple[BaseMessage, Message]] = {}
+
+    def __call__(self, m: BaseMessage) -> Message:
+        hit = self._seen.get(id(m))
+        if hit is not None and hit[0] is m:
+            return hit[1]
+        made = message(m)
+        if len(self._seen) >= _MAX_CACHED_MESSAGES:
+            self._seen.clear()
+        self._seen[id(m)] = (m, made)
+        return made
+
+
+def frame(request: Any, translate: Callable[[BaseMessage], Message] = message) -> RequestFrame:
     """The request the model receives: system prompt, messages, the tools offered.
 
     Read at the innermost middleware, so every trimming and edit an outer one made is in it.
@@ -128,7 +149,7 @@ def frame(request: Any) -> RequestFrame:
     """
     tools = tuple(d for d in (definition(t) for t in request.tools or ()) if d is not None)
     return RequestFrame(
-        messages=tuple(message(m) for m in request.messages),
+        messages=tuple(translate(m) for m in request.messages),
         system=request.system_prompt,
         tools=tools,
         model=model_name(request.model),

@@ -35,7 +35,7 @@ import types
 import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, cast
 
 from langchain.agents import factory
 from langchain.agents.middleware import AgentMiddleware, AgentState
@@ -89,6 +89,7 @@ class _AgentRun:
         self.run: Run = adopted if adopted is not None else Run(question, agent_name=agent_name)
         self.opened = adopted is not None
         self.closed = False
+        self.messages = frames.MessageCache()
 
     def open(self, tools: Iterable[object] = ()) -> None:
         """Open the run once, after declaring the tools offered (arming reads declarations)."""
@@ -241,7 +242,7 @@ def _remove_run_ends() -> None:
     with _hook_lock:
         entry = _hook_entry()
         if entry is not None:
-            lc_tracer_context._configure_hooks.remove(entry)  # type: ignore[arg-type]
+            lc_tracer_context._configure_hooks.remove(entry)
 
 
 # ── the middleware ─────────────────────────────────────────────────────────
@@ -343,7 +344,7 @@ class ContextIntegrityMiddleware(AgentMiddleware[Any, Any, Any]):
             if record is None or record.closed:
                 return None
             record.open(request.tools or ())
-            frame = frames.frame(request)
+            frame = frames.frame(request, record.messages)
             offered = frozenset(t.name for t in frame.tools)
             with record.lock:
                 call = record.run.request(frame)
@@ -463,7 +464,7 @@ def _judging_copy(tool: BaseTool, record: _AgentRun, call: Any) -> BaseTool:
         fn = getattr(tool, attribute, None)
         if fn is not None and getattr(fn, "contract", None) is not None and hasattr(fn, "__wrapped__"):
             updates[attribute] = fn.__wrapped__
-    proxy = tool.model_copy(update=updates)
+    proxy: BaseTool = tool.model_copy(update=updates)
     run, arun = proxy._run, proxy._arun
     artifact_only = tool.response_format == "content_and_artifact"
     name = tool.name
@@ -528,7 +529,7 @@ def instrument_all() -> None:
     with _patch_lock:
         if _patched is not None:
             return
-        original = factory.create_agent
+        original = cast(types.FunctionType, factory.create_agent)
         clone = types.FunctionType(
             original.__code__, original.__globals__, original.__name__, original.__defaults__, None
         )

@@ -1,0 +1,413 @@
+"""LangChain v1 ``create_agent``, real and offline, judged by the integration at every seam.
+
+The laws under test, each with a scripted chat model that records every message list it received:
+(a) the LUN rows: warn hands the model the rows and files the finding on the tool's span; enforce
+    hands the model the refusal sentence as the tool's result, and no rows;
+(b) one run per agent invocation: one ``invoke_agent`` span, one summary under it, one trace,
+    whatever raised, and a ``ci.run`` written around the agent doubles nothing;
+(c) the grounding checks judge what the model received: the self-reference case through a
+    window an outer middleware applies, and dangling-reference through trimming;
+(d) declarations by ``BaseTool.metadata``, by name and by ``@ci.tool`` inside ``@tool``, under
+    the LangChain tool name; a bad one raises at ``create_agent``;
+(e) with every dial off, the model receives the same messages and the agent returns the same
+    result as without the library.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from tests.conftest import Telemetry
+
+try:
+    from langchain.agents import create_agent
+    from langchain.agents.middleware import AgentMiddleware
+    from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+    from langchain_core.outputs import ChatResult
+    from langchain_core.tools import tool
+except ImportError:  # pragma: no cover - CI installs the extra
+    if os.environ.get("CI"):
+        raise
+    pytest.skip("langchain is not installed", allow_module_level=True)
+
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import StatusCode
+from pydantic import BaseModel, Field
+
+import context_integrity as ci
+from context_integrity.integrations import INTEGRATIONS
+from context_integrity.integrations import langchain as integration
+from context_integrity.telemetry import names
+
+LUN_ROWS = [{"logical_unit_number": ""}, {"logical_unit_number": 3}]
+LUN_COLUMNS = {"logical_unit_number": "number"}
+QUESTION = [{"role": "user", "content": "why can't vdi-a see its boot LUN?"}]
+
+
+class ScriptedModel(FakeMessagesListChatModel):
+    """The fake chat model with ``bind_tools`` (create_agent binds the tools it offers)."""
+
+    received: list[list[BaseMessage]] = Field(default_factory=list)
+
+    def bind_tools(self, tools: Any, *, tool_choice: Any = None, **kwargs: Any) -> Any:
+        return self.bind(tools=list(tools), tool_choice=tool_choice, **kwargs)
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
+        self.received.append(list(messages))
+        return super()._generate(messages, stop=stop, run_manager=run_manager, **kw)
+
+
+def scripted(*responses: AIMessage) -> ScriptedModel:
+    return ScriptedModel(responses=list(responses))
+
+
+def call(name: str, args: dict[str, Any], call_id: str) -> AIMessage:
+    return AIMessage(
+        content="", tool_calls=[{"name": name, "args": args, "id": call_id, "type": "tool_call"}]
+    )
+
+
+def lun_tool() -> Any:
+    @tool("lun_mappings")
+    def mappings(host_group: str) -> list[dict[str, Any]]:
+        """The LUN mappings of a host group."""
+        return LUN_ROWS
+
+    mappings.metadata = {"context_integrity": {"result_columns": LUN_COLUMNS}}
+    return mappings
+
+
+def tool_messages(received: list[BaseMessage]) -> list[ToolMessage]:
+    return [m for m in received if isinstance(m, ToolMessage)]
+
+
+def events(span: ReadableSpan) -> list[dict[str, Any]]:
+    return [dict(e.attributes or {}) for e in span.events if e.name == names.FINDING_EVENT]
+
+
+def kinds(span: ReadableSpan) -> list[Any]:
+    return [e[names.FINDING_KIND] for e in events(span)]
+
+
+def one_run(telemetry: Telemetry, agent: str = "agent") -> tuple[ReadableSpan, ReadableSpan]:
+    """The run's ``invoke_agent`` span and its one summary, which is its direct child."""
+    (run_span,) = telemetry.named(names.run_span_name(agent))
+    (summary,) = telemetry.summaries()
+    assert summary.parent is not None and run_span.context is not None
+    assert summary.parent.span_id == run_span.context.span_id
+    traces = {s.context.trace_id for s in telemetry.finished() if s.context is not None}
+    assert traces == {run_span.context.trace_id}, "one trace per run"
+    return run_span, summary
+
+
+@pytest.fixture
+def armed(telemetry: Telemetry) -> Iterator[Telemetry]:
+    integration.instrument_all()
+    yield telemetry
+    integration.uninstrument_all()
+
+
+def test_the_integration_is_in_the_table_setup_reads() -> None:
+    assert ("langchain", integration.__name__) in INTEGRATIONS
+
+
+class TestLunRows:
+    def test_warn_hands_over_the_rows_and_files_the_finding_on_the_tool_span(self, armed: Telemetry) -> None:
+        armed.configure(check_column_types="warn")
+        model = scripted(call("lun_mappings", {"host_group": "vdi-a"}, "call_lun"), AIMessage(content="done"))
+        result = create_agent(model, tools=[lun_tool()]).invoke({"messages": QUESTION})
+        (delivered,) = tool_messages(model.received[1])
+        assert json.loads(str(delivered.content)) == LUN_ROWS
+        assert result["messages"][-1].content == "done"
+        span = armed.one(names.tool_span_name("lun_mappings"))
+        assert kinds(span) == ["column-type-mismatch"]
+        assert dict(span.attributes or {})[names.GEN_AI_TOOL_CALL_ID] == "call_lun"
+        assert span.status.status_code is not StatusCode.ERROR
+        run_span, summary = one_run(armed)
+        assert span.parent is not None and run_span.context is not None
+        assert span.parent.span_id == run_span.context.span_id
+        assert dict(summary.attributes or {})[names.RUN_OUTCOME] == "ok"
+
+    @pytest.mark.parametrize("mode", ["sync", "async"])
+    def test_enforce_hands_the_model_the_refusal_as_the_tool_result_and_no_rows(
+        self, armed: Telemetry, mode: str
+    ) -> None:
+        armed.configure(check_column_types="enforce")
+        model = scripted(call("lun_mappings", {"host_group": "vdi-a"}, "call_lun"), AIMessage(content="done"))
+        agent = create_agent(model, tools=[lun_tool()])
+        inputs = {"messages": QUESTION}
+        result = agent.invoke(inputs) if mode == "sync" else asyncio.run(agent.ainvoke(inputs))
+        (delivered,) = tool_messages(model.received[1])
+        assert delivered.status == "success", "a refusal is the tool's result, not an error to retry"
+        assert delivered.tool_call_id == "call_lun"
+        assert "No data was returned" in str(delivered.content)
+        assert '"logical_unit_number": 3' not in str(delivered.content)
+        assert len(model.received) == 2, "the model was not invited to call the tool again"
+        assert result["messages"][-1].content == "done"
+        span = armed.one(names.tool_span_name("lun_mappings"))
+        assert span.status.status_code is StatusCode.ERROR
+        assert kinds(span) == ["column-type-mismatch"]
+        one_run(armed)
+
+    def test_parallel_calls_of_one_response_are_each_judged_under_their_own_call_id(
+        self, armed: Telemetry
+    ) -> None:
+        armed.configure(check_column_types="warn")
+        both = AIMessage(
+            content="",
+            tool_calls=[
+                {"name": "lun_mappings", "args": {"host_group": g}, "id": f"call_{g}", "type": "tool_call"}
+                for g in ("vdi-a", "vdi-b")
+            ],
+        )
+        create_agent(scripted(both, AIMessage(content="done")), tools=[lun_tool()]).invoke(
+            {"messages": QUESTION}
+        )
+        spans = armed.named(names.tool_span_name("lun_mappings"))
+        ids = sorted(dict(s.attributes or {})[names.GEN_AI_TOOL_CALL_ID] for s in spans)
+        assert ids == ["call_vdi-a", "call_vdi-b"]
+        # One event per defect per run: the second sighting is counted, not filed again.
+        assert sorted(len(kinds(s)) for s in spans) == [0, 1]
+        _, summary = one_run(armed)
+        checked = names.row_attribute("column-type-mismatch", "write", "checked")
+        assert dict(summary.attributes or {})[checked] == 2
+
+
+class TestDeclarations:
+    def test_a_tool_declared_by_name_under_its_langchain_name_is_judged(self, armed: Telemetry) -> None:
+        armed.configure(check_column_types="enforce")
+        ci.declare_tool("list_luns", result_columns=LUN_COLUMNS)
+
+        @tool("list_luns")
+        def luns() -> list[dict[str, Any]]:
+            """LUNs."""
+            return LUN_ROWS
+
+        model = scripted(call("list_luns", {}, "c1"), AIMessage(content="done"))
+        create_agent(model, tools=[luns]).invoke({"messages": QUESTION})
+        (delivered,) = tool_messages(model.received[1])
+        assert "No data was returned" in str(delivered.content)
+
+    def test_ci_tool_inside_a_renamed_tool_is_judged_once_under_the_langchain_name(
+        self, armed: Telemetry
+    ) -> None:
+        armed.configure(check_column_types="warn")
+
+        @tool("lun_rows")
+        @ci.tool(result_columns=LUN_COLUMNS)
+        def rows() -> list[dict[str, Any]]:
+            """LUNs."""
+            return LUN_ROWS
+
+        model = scripted(call("lun_rows", {}, "c1"), AIMessage(content="done"))
+        create_agent(model, tools=[rows]).invoke({"messages": QUESTION})
+        assert [s.name for s in armed.finished() if s.name.startswith(names.OPERATION_EXECUTE_TOOL)] == [
+            names.tool_span_name("lun_rows")
+        ]
+        assert kinds(armed.one(names.tool_span_name("lun_rows"))) == ["column-type-mismatch"]
+
+    def test_a_bad_metadata_declaration_raises_at_create_agent_naming_tool_and_field(
+        self, armed: Telemetry
+    ) -> None:
+        bad = lun_tool()
+        bad.metadata = {"context_integrity": {"result_colums": LUN_COLUMNS}}
+        with pytest.raises(ci.DeclarationError, match=r"lun_mappings.*result_colums"):
+            create_agent(scripted(AIMessage(content="x")), tools=[bad])
+
+
+class TestRun:
+    def test_a_raising_tool_raises_unchanged_and_the_run_still_has_its_one_summary(
+        self, armed: Telemetry
+    ) -> None:
+        armed.configure(check_column_types="warn")
+
+        @tool
+        def fragile(host_group: str) -> str:
+            """Raises."""
+            raise ValueError("array unreachable")
+
+        agent = create_agent(scripted(call("fragile", {"host_group": "a"}, "c1")), tools=[fragile])
+        with pytest.raises(ValueError, match="array unreachable"):
+            agent.invoke({"messages": QUESTION})
+        _, summary = one_run(armed)
+        assert dict(summary.attributes or {})[names.RUN_OUTCOME] == "error"
+        assert armed.one(names.tool_span_name("fragile")).status.status_code is StatusCode.ERROR
+
+    def test_a_ci_run_written_around_the_agent_doubles_nothing(self, armed: Telemetry) -> None:
+        armed.configure(check_column_types="warn")
+        model = scripted(call("lun_mappings", {"host_group": "vdi-a"}, "c1"), AIMessage(content="done"))
+        agent = create_agent(model, tools=[lun_tool()])
+        with ci.run("q", agent_name="triage") as outer:
+            agent.invoke({"messages": QUESTION})
+        run_span, _ = one_run(armed, "triage")
+        assert [s.name for s in armed.finished()].count(names.run_span_name("agent")) == 0
+        assert [f.kind for f in outer.findings] == ["column-type-mismatch"]
+        tool_span = armed.one(names.tool_span_name("lun_mappings"))
+        assert tool_span.parent is not None and run_span.context is not None
+        assert tool_span.parent.span_id == run_span.context.span_id
+
+    def test_an_agent_called_as_a_tool_is_its_own_run_under_that_tool_span(self, armed: Telemetry) -> None:
+        armed.configure(check_column_types="warn")
+        inner = create_agent(
+            scripted(call("lun_mappings", {"host_group": "vdi-a"}, "c2"), AIMessage(content="inner done")),
+            tools=[lun_tool()],
+            name="storage",
+        )
+
+        @tool
+        def ask_storage(question: str) -> str:
+            """Ask the storage agent."""
+            return str(
+                inner.invoke({"messages": [{"role": "user", "content": question}]})["messages"][-1].content
+            )
+
+        outer = create_agent(
+            scripted(call("ask_storage", {"question": "luns?"}, "c1"), AIMessage(content="done")),
+            tools=[ask_storage],
+            name="triage",
+        )
+        outer.invoke({"messages": QUESTION})
+        assert len(armed.summaries()) == 2
+        (inner_run,) = armed.named(names.run_span_name("storage"))
+        ask = armed.one(names.tool_span_name("ask_storage"))
+        assert inner_run.parent is not None and ask.context is not None
+        assert inner_run.parent.span_id == ask.context.span_id
+        assert len({s.context.trace_id for s in armed.finished() if s.context is not None}) == 1
+
+    def test_an_agent_created_before_instrumenting_is_not_covered(self, telemetry: Telemetry) -> None:
+        telemetry.configure(check_column_types="warn")
+        before = create_agent(scripted(AIMessage(content="hi")), tools=[lun_tool()])
+        integration.instrument_all()
+        try:
+            before.invoke({"messages": QUESTION})
+        finally:
+            integration.uninstrument_all()
+        assert telemetry.summaries() == []
+
+
+class TestGrounding:
+    def test_self_reference_through_the_window_an_outer_middleware_applies(self, armed: Telemetry) -> None:
+        armed.configure()
+        ci.declare_tool("machine_backups", arguments_from=["list_machines"])
+
+        @tool
+        def machine_backups(machine: str) -> str:
+            """Backups of one machine."""
+            return "no backups found"
+
+        class Window(AgentMiddleware[Any, Any, Any]):
+            """Keeps the last two messages: the user's turn with the true id falls out."""
+
+            def wrap_model_call(self, request: Any, handler: Any) -> Any:
+                return handler(request.override(messages=request.messages[-2:]))
+
+        history = [
+            HumanMessage("Machine srv-0042-callisto runs job bkp-4417-ganymede-tier2; is it protected?"),
+            AIMessage("The job bkp-4417-ganymede-tier2 finished at 02:00."),
+            HumanMessage("And that machine, does it have backups?"),
+        ]
+        model = scripted(
+            call("machine_backups", {"machine": "4417-ganymede"}, "call_m"), AIMessage(content="none")
+        )
+        create_agent(model, tools=[machine_backups], middleware=[Window()]).invoke({"messages": history})
+        assert [type(m).__name__ for m in model.received[0]] == ["AIMessage", "HumanMessage"]
+        chats = [s for s in armed.finished() if s.name.startswith(names.OPERATION_CHAT)]
+        found = [e for s in chats for e in events(s)]
+        assert [e[names.FINDING_KIND] for e in found] == ["unsupported-argument"]
+        assert found[0][names.GEN_AI_TOOL_CALL_ID] == "call_m"
+
+    def test_dangling_reference_sees_the_trimming_an_outer_middleware_does(self, armed: Telemetry) -> None:
+        armed.configure()
+        ci.declare_tool("host_paths", arguments_from=["list_hosts"])
+
+        @tool
+        def list_hosts() -> str:
+            """Hosts."""
+            return "host-7f3a"
+
+        @tool
+        def host_paths(host: str) -> str:
+            """Paths of one host."""
+            return "2 paths"
+
+        class Trim(AgentMiddleware[Any, Any, Any]):
+            """From the third request on, drops list_hosts' result (a context window)."""
+
+            def wrap_model_call(self, request: Any, handler: Any) -> Any:
+                if len(request.messages) > 3:
+                    kept = [m for m in request.messages if getattr(m, "name", None) != "list_hosts"]
+                    request = request.override(messages=kept)
+                return handler(request)
+
+        model = scripted(
+            call("list_hosts", {}, "c1"),
+            call("host_paths", {"host": "host-7f3a"}, "c2"),
+            AIMessage(content="ok"),
+        )
+        create_agent(model, tools=[list_hosts, host_paths], middleware=[Trim()]).invoke(
+            {"messages": QUESTION}
+        )
+        assert "host-7f3a" not in " ".join(str(m.content) for m in tool_messages(model.received[2]))
+        chats = [s for s in armed.finished() if s.name.startswith(names.OPERATION_CHAT)]
+        assert [kinds(s) for s in chats] == [[], [], ["dangling-reference"]]
+        one_run(armed)
+
+
+class Weather(BaseModel):
+    city: str
+    celsius: float
+
+
+def test_structured_output_is_the_claim_not_a_tool_call(armed: Telemetry) -> None:
+    armed.configure(capture_content=True)
+    model = scripted(call("Weather", {"city": "Oslo", "celsius": -3.5}, "c_out"))
+    result = create_agent(model, tools=[lun_tool()], response_format=Weather).invoke({"messages": QUESTION})
+    assert result["structured_response"] == Weather(city="Oslo", celsius=-3.5)
+    assert not [s for s in armed.finished() if s.name.startswith(names.OPERATION_EXECUTE_TOOL)]
+    run_span, _ = one_run(armed)
+    output = json.loads(str(dict(run_span.attributes or {})[names.GEN_AI_OUTPUT_MESSAGES]))
+    assert json.loads(output[0]["content"]) == {"city": "Oslo", "celsius": -3.5}
+
+
+def _plain(messages: list[BaseMessage]) -> list[dict[str, Any]]:
+    # Message ids name LangChain's own run ids, fresh every run: everything else must match.
+    return [m.model_dump(exclude={"id"}) for m in messages]
+
+
+def _script() -> ScriptedModel:
+    return scripted(call("lun_mappings", {"host_group": "vdi-a"}, "c1"), AIMessage(content="done"))
+
+
+def test_with_every_dial_off_the_model_and_the_caller_see_exactly_what_they_saw_without_it(
+    telemetry: Telemetry,
+) -> None:
+    bare_model = _script()
+    bare = create_agent(bare_model, tools=[lun_tool()]).invoke({"messages": QUESTION})
+    telemetry.configure()
+    integration.instrument_all()
+    try:
+        judged_model = _script()
+        judged = create_agent(judged_model, tools=[lun_tool()]).invoke({"messages": QUESTION})
+    finally:
+        integration.uninstrument_all()
+    assert [_plain(r) for r in judged_model.received] == [_plain(r) for r in bare_model.received]
+    assert list(judged) == list(bare)
+    assert _plain(judged["messages"]) == _plain(bare["messages"])
+    assert len(telemetry.summaries()) == 1, "it did run"
+
+
+def test_the_per_agent_middleware_works_without_instrument_all(telemetry: Telemetry) -> None:
+    telemetry.configure(check_column_types="warn")
+    mw = integration.ContextIntegrityMiddleware()
+    model = scripted(call("lun_mappings", {"host_group": "vdi-a"}, "c1"), AIMessage(content="done"))
+    create_agent(model, tools=[lun_tool()], middleware=[mw], name="triage").invoke({"messages": QUESTION})
+    assert kinds(telemetry.one(names.tool_span_name("lun_mappings"))) == ["column-type-mismatch"]
+    one_run(telemetry, "triage")
