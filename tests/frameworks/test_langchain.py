@@ -7,9 +7,11 @@ The laws under test, each with a scripted chat model that records every message 
     whatever raised, and a ``ci.run`` written around the agent doubles nothing;
 (c) the grounding checks judge what the model received: the self-reference case through a
     window an outer middleware applies, and dangling-reference through trimming;
-(d) declarations by ``BaseTool.metadata``, by name and by ``@ci.tool`` inside ``@tool``, under
-    the LangChain tool name; a bad one raises at ``create_agent``;
-(e) with every dial off, the model receives the same messages and the agent returns the same
+(d) declarations by ``BaseTool.metadata``, by name and by ``@ci.tool`` in either order, under
+    the LangChain tool name; a bad one raises at ``create_agent``; one not offered is warned about;
+(e) arming is by ``create_agent`` itself: this module's ``create_agent``, imported before
+    ``instrument_all()``, is covered; an agent compiled before it is not;
+(f) with every dial off, the model receives the same messages and the agent returns the same
     result as without the library.
 """
 
@@ -214,6 +216,38 @@ class TestDeclarations:
         ]
         assert kinds(armed.one(names.tool_span_name("lun_rows"))) == ["column-type-mismatch"]
 
+    def test_ci_tool_above_tool_declares_under_the_langchain_name_and_returns_the_tool(
+        self, armed: Telemetry
+    ) -> None:
+        armed.configure(check_column_types="enforce")
+
+        @ci.tool(result_columns=LUN_COLUMNS)
+        @tool("lun_table")
+        def table() -> list[dict[str, Any]]:
+            """LUNs."""
+            return LUN_ROWS
+
+        assert table.name == "lun_table", "LangChain's tool object is returned as it is"
+        model = scripted(call("lun_table", {}, "c1"), AIMessage(content="done"))
+        create_agent(model, tools=[table]).invoke({"messages": QUESTION})
+        (delivered,) = tool_messages(model.received[1])
+        assert "No data was returned" in str(delivered.content)
+
+    def test_a_declared_tool_the_agent_does_not_offer_is_warned_about_once_per_run(
+        self, armed: Telemetry, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        armed.configure(check_column_types="warn")
+        ci.declare_tool("lun_mapings", result_columns=LUN_COLUMNS)
+        agent = create_agent(
+            scripted(call("lun_mappings", {"host_group": "a"}, "c1"), AIMessage(content="done")),
+            tools=[lun_tool()],
+        )
+        with caplog.at_level("WARNING", logger="context_integrity"):
+            agent.invoke({"messages": QUESTION})
+        warned = [r for r in caplog.records if "does not offer" in r.getMessage()]
+        assert len(warned) == 1 and "'lun_mapings'" in warned[0].getMessage()
+        assert "'lun_mappings'" not in warned[0].getMessage()
+
     def test_a_bad_metadata_declaration_raises_at_create_agent_naming_tool_and_field(
         self, armed: Telemetry
     ) -> None:
@@ -281,6 +315,13 @@ class TestRun:
         assert inner_run.parent is not None and ask.context is not None
         assert inner_run.parent.span_id == ask.context.span_id
         assert len({s.context.trace_id for s in armed.finished() if s.context is not None}) == 1
+
+    def test_uninstrument_all_gives_create_agent_back_its_own_code(self, telemetry: Telemetry) -> None:
+        telemetry.configure(check_column_types="warn")
+        integration.instrument_all()
+        integration.uninstrument_all()
+        create_agent(scripted(AIMessage(content="hi")), tools=[lun_tool()]).invoke({"messages": QUESTION})
+        assert telemetry.summaries() == []
 
     def test_an_agent_created_before_instrumenting_is_not_covered(self, telemetry: Telemetry) -> None:
         telemetry.configure(check_column_types="warn")

@@ -44,15 +44,26 @@ _ROLES: Final[Mapping[str, Role]] = {
 _MAX_DEFINITIONS: Final = 512
 _definitions: dict[int, tuple[object, ToolDefinition]] = {}
 _MAX_CACHED_MESSAGES: Final = 4096
+_model_names: dict[int, tuple[object, str]] = {}
+# Python names of @ci.tool functions declared again under their LangChain tool's name.
+_renamed: set[str] = set()
 
 
 def model_name(model: object) -> str:
-    """The model's own name for itself, else its class name."""
+    """The model's own name for itself, else its class name (read once per model object)."""
+    cached = _model_names.get(id(model))
+    if cached is not None and cached[0] is model:
+        return cached[1]
+    name = type(model).__name__
     for attribute in ("model_name", "model", "model_id"):
         value = getattr(model, attribute, None)
         if isinstance(value, str) and value:
-            return value
-    return type(model).__name__
+            name = value
+            break
+    if len(_model_names) >= _MAX_DEFINITIONS:
+        _model_names.clear()
+    _model_names[id(model)] = (model, name)
+    return name
 
 
 def _calls(message: AIMessage, offered: frozenset[str] | None = None) -> tuple[ToolCall, ...]:
@@ -140,7 +151,9 @@ class MessageCache:
         return made
 
 
-def frame(request: Any, translate: Callable[[BaseMessage], Message] = message) -> RequestFrame:
+def frame(
+    request: Any, translate: Callable[[BaseMessage], Message] = message, model: str | None = None
+) -> RequestFrame:
     """The request the model receives: system prompt, messages, the tools offered.
 
     Read at the innermost middleware, so every trimming and edit an outer one made is in it.
@@ -152,7 +165,7 @@ def frame(request: Any, translate: Callable[[BaseMessage], Message] = message) -
         messages=tuple(translate(m) for m in request.messages),
         system=request.system_prompt,
         tools=tools,
-        model=model_name(request.model),
+        model=model or model_name(request.model),
     )
 
 
@@ -226,9 +239,31 @@ def declare_tools(tools: Iterable[object] | None, *, strict: bool) -> None:
             contract = _wrapped_contract(tool)
             if contract is not None and contract.name != tool.name:
                 CONTRACTS.declare(dataclasses.replace(contract, name=tool.name))
+                if len(_renamed) < _MAX_DEFINITIONS:
+                    _renamed.add(contract.name)
         except DeclarationError:
             if strict:
                 raise
             logger.warning("context_integrity: tool %r has a bad declaration; it is not judged", tool.name)
         except Exception as ours:
             record_internal_error(None, "reading a LangChain tool's declaration", ours)
+
+
+def warn_unoffered(agent_name: str, offered: Iterable[object]) -> None:
+    """One warning per run naming the declared tools this agent does not offer.
+
+    A declaration under a name the model never sees (the Python name of a tool LangChain
+    renamed, a typo) arms nothing, silently; this says so once, on the ``context_integrity`` logger.
+    """
+    names = {d.name for d in (definition(t) for t in offered) if d is not None}
+    if not names:
+        return
+    missing = sorted(CONTRACTS.names() - names - _renamed)
+    if missing:
+        logger.warning(
+            "context_integrity: agent %r does not offer the declared tool(s) %s, so nothing is judged "
+            'for them in this run; declare a LangChain tool under its LangChain name (@tool("name")).',
+            agent_name,
+            ", ".join(repr(m) for m in missing[:10])
+            + (f" and {len(missing) - 10} more" if len(missing) > 10 else ""),
+        )

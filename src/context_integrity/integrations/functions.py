@@ -109,6 +109,14 @@ def _first_line(doc: str | None) -> str | None:
     return stripped.splitlines()[0] if stripped else None
 
 
+def _is_langchain_tool(target: object) -> bool:
+    """Whether ``target`` is a LangChain ``BaseTool``, known without importing LangChain."""
+    return any(
+        cls.__name__ == "BaseTool" and cls.__module__.startswith("langchain_core.tools")
+        for cls in type(target).__mro__
+    )
+
+
 @overload
 def tool(fn: Callable[P, R], /) -> Callable[P, R]: ...
 @overload
@@ -144,6 +152,17 @@ def tool(
     """
 
     def decorate(target: Callable[P, R]) -> Callable[P, R]:
+        if _is_langchain_tool(target):
+            # Above LangChain's @tool: the tool object is LangChain's, and so is its name. The
+            # declaration goes under that name; the integration's middleware judges its calls.
+            declare_tool(
+                str(getattr(target, "name", "")),
+                result_columns=result_columns,
+                arguments_from=arguments_from,
+                input_schema=input_schema,
+                description=description,
+            )
+            return target
         contract = declare_tool(
             name or str(getattr(target, "__name__", "")),
             result_columns=result_columns,

@@ -70,6 +70,11 @@ _enclosing: contextvars.ContextVar[_AgentRun | None] = contextvars.ContextVar(
     "context_integrity_langchain_enclosing", default=None
 )
 
+# The tool call ``wrap_tool_call`` is running, for the judged copy of its tool to read.
+_tool_call: contextvars.ContextVar[tuple[_AgentRun, Any] | None] = contextvars.ContextVar(
+    "context_integrity_langchain_tool_call", default=None
+)
+
 
 class _State(AgentState[Any]):
     context_integrity_run: NotRequired[Annotated[str, PrivateStateAttr]]
@@ -97,7 +102,9 @@ class _AgentRun:
             if self.opened or self.closed:
                 return
             self.opened = True
+            tools = tuple(tools)
             declare_tools(tools, strict=False)
+            frames.warn_unoffered(self.run.agent_name, tools)
             self.context.run(self.run.__enter__)
 
     def close(self, error: BaseException | None = None) -> None:
@@ -402,7 +409,7 @@ class ContextIntegrityMiddleware(AgentMiddleware[Any, Any, Any]):
             if record is None or record.closed or not isinstance(tool, BaseTool):
                 return None
             record.open()
-            return record, request.override(tool=_judging_copy(tool, record, request.tool_call))
+            return record, request.override(tool=_judging_copy(tool))
         except Exception as ours:
             record_internal_error(None, "preparing a LangChain tool call", ours)
             return None
@@ -412,11 +419,12 @@ class ContextIntegrityMiddleware(AgentMiddleware[Any, Any, Any]):
         if prepared is None:
             return handler(request)
         record, judged = prepared
-        token = _enclosing.set(record)
+        token, call = _enclosing.set(record), _tool_call.set((record, request.tool_call))
         try:
             with record.run.active():
                 return handler(judged)
         finally:
+            _tool_call.reset(call)
             _enclosing.reset(token)
 
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
@@ -424,11 +432,12 @@ class ContextIntegrityMiddleware(AgentMiddleware[Any, Any, Any]):
         if prepared is None:
             return await handler(request)
         record, judged = prepared
-        token = _enclosing.set(record)
+        token, call = _enclosing.set(record), _tool_call.set((record, request.tool_call))
         try:
             with record.run.active():
                 return await handler(judged)
         finally:
+            _tool_call.reset(call)
             _enclosing.reset(token)
 
 
@@ -454,11 +463,20 @@ def _deliver(record: _AgentRun, scope: ToolScope, raw: Any, artifact_only: bool)
     return (delivered, None) if judged is not raw else delivered
 
 
-def _judging_copy(tool: BaseTool, record: _AgentRun, call: Any) -> BaseTool:
-    """A copy of ``tool`` whose run is judged: the user's tool object is never changed.
+_MAX_PROXIES: Final = 512
+_proxies: dict[int, tuple[BaseTool, BaseTool]] = {}
 
-    A ``@ci.tool`` function inside the tool is called unwrapped: this copy judges it, once.
+
+def _judging_copy(tool: BaseTool) -> BaseTool:
+    """A copy of ``tool`` whose runs are judged, made once per tool: the user's tool is never changed.
+
+    The call it is running is read from the context (:data:`_tool_call`), which the tool's run
+    inherits from ``wrap_tool_call``. A ``@ci.tool`` function inside the tool is called
+    unwrapped: this copy judges it, once.
     """
+    cached = _proxies.get(id(tool))
+    if cached is not None and cached[0] is tool:
+        return cached[1]
     updates: dict[str, Any] = {}
     for attribute in ("func", "coroutine"):
         fn = getattr(tool, attribute, None)
@@ -472,30 +490,35 @@ def _judging_copy(tool: BaseTool, record: _AgentRun, call: Any) -> BaseTool:
     # functools.wraps keeps the signature: BaseTool.run reads _run's for run_manager and config.
     @functools.wraps(run)
     def judged_run(*args: Any, **kwargs: Any) -> Any:
-        scope = _open_scope(record, name, call)
-        if scope is None:
+        current = _tool_call.get()
+        scope = _open_scope(current[0], name, current[1]) if current is not None else None
+        if current is None or scope is None:
             return run(*args, **kwargs)
         try:
             raw = run(*args, **kwargs)
         except BaseException as error:
             scope.fail(error)
             raise
-        return _deliver(record, scope, raw, artifact_only)
+        return _deliver(current[0], scope, raw, artifact_only)
 
     @functools.wraps(arun)
     async def judged_arun(*args: Any, **kwargs: Any) -> Any:
-        scope = _open_scope(record, name, call)
-        if scope is None:
+        current = _tool_call.get()
+        scope = _open_scope(current[0], name, current[1]) if current is not None else None
+        if current is None or scope is None:
             return await arun(*args, **kwargs)
         try:
             raw = await arun(*args, **kwargs)
         except BaseException as error:
             scope.fail(error)
             raise
-        return _deliver(record, scope, raw, artifact_only)
+        return _deliver(current[0], scope, raw, artifact_only)
 
     object.__setattr__(proxy, "_run", judged_run)
     object.__setattr__(proxy, "_arun", judged_arun)
+    if len(_proxies) >= _MAX_PROXIES:
+        _proxies.clear()
+    _proxies[id(tool)] = (tool, proxy)
     return proxy
 
 
