@@ -43,7 +43,7 @@ from opentelemetry.trace import StatusCode
 from pydantic import BaseModel, Field
 
 import context_integrity as ci
-from context_integrity.integrations import INTEGRATIONS
+from context_integrity.integrations import SUPPORTED
 from context_integrity.integrations import langchain as integration
 from context_integrity.telemetry import names
 
@@ -118,7 +118,7 @@ def armed(telemetry: Telemetry) -> Iterator[Telemetry]:
 
 
 def test_the_integration_is_in_the_table_setup_reads() -> None:
-    assert ("langchain", integration.__name__) in INTEGRATIONS
+    assert ("langchain", integration.__name__) in SUPPORTED
 
 
 class TestLunRows:
@@ -325,6 +325,7 @@ class TestRun:
 
     def test_an_agent_created_before_instrumenting_is_not_covered(self, telemetry: Telemetry) -> None:
         telemetry.configure(check_column_types="warn")
+        integration.uninstrument_all()  # whatever setup() armed: this agent is compiled unarmed
         before = create_agent(scripted(AIMessage(content="hi")), tools=[lun_tool()])
         integration.instrument_all()
         try:
@@ -430,6 +431,7 @@ def _script() -> ScriptedModel:
 def test_with_every_dial_off_the_model_and_the_caller_see_exactly_what_they_saw_without_it(
     telemetry: Telemetry,
 ) -> None:
+    integration.uninstrument_all()
     bare_model = _script()
     bare = create_agent(bare_model, tools=[lun_tool()]).invoke({"messages": QUESTION})
     telemetry.configure()
@@ -452,3 +454,37 @@ def test_the_per_agent_middleware_works_without_instrument_all(telemetry: Teleme
     create_agent(model, tools=[lun_tool()], middleware=[mw], name="triage").invoke({"messages": QUESTION})
     assert kinds(telemetry.one(names.tool_span_name("lun_mappings"))) == ["column-type-mismatch"]
     one_run(telemetry, "triage")
+
+
+def test_our_own_failures_never_reach_the_agent(armed: Telemetry, monkeypatch: pytest.MonkeyPatch) -> None:
+    armed.configure(check_column_types="warn")
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a bug of ours")
+
+    monkeypatch.setattr(integration.frames, "frame", broken)
+    monkeypatch.setattr(integration, "ToolScope", broken)
+    model = _script()
+    result = create_agent(model, tools=[lun_tool()]).invoke({"messages": QUESTION})
+    assert result["messages"][-1].content == "done"
+    (delivered,) = tool_messages(model.received[1])
+    assert json.loads(str(delivered.content)) == LUN_ROWS, "unjudged: handed over as the tool returned it"
+    assert len(armed.summaries()) == 1
+
+
+@pytest.mark.parametrize("broken_part", ["ToolScope", "_judging_copy"])
+def test_enforce_fails_closed_when_our_own_part_fails(
+    armed: Telemetry, monkeypatch: pytest.MonkeyPatch, broken_part: str
+) -> None:
+    armed.configure(check_column_types="enforce")
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a bug of ours")
+
+    monkeypatch.setattr(integration, broken_part, broken)
+    model = _script()
+    result = create_agent(model, tools=[lun_tool()]).invoke({"messages": QUESTION})
+    assert result["messages"][-1].content == "done"
+    (delivered,) = tool_messages(model.received[1])
+    assert delivered.content == integration.UNJUDGED_REFUSAL.format(tool="lun_mappings")
+    assert delivered.tool_call_id == "c1"

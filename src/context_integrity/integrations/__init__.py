@@ -2,15 +2,21 @@
 
 Kept import-free on purpose: importing this package must not import any framework (each
 integration imports its host lazily) nor OpenTelemetry.
+
+:data:`SUPPORTED` is the table ``setup(instrument=...)`` reads: a framework's name as the user
+writes it, and the module that instruments it. Each module exposes ``instrument_all() -> None``
+(arm every agent of that framework, including ones created earlier where the framework allows
+it) and ``uninstrument_all() -> None`` (undo it), and imports its framework only when loaded, so a
+``ModuleNotFoundError`` from loading it means the framework is not installed.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-# Every framework ``setup(instrument=...)`` can arm: (name, the module exposing
-# ``instrument_all()`` / ``uninstrument_all()``). A module whose framework is not installed
-# fails to import, and is skipped.
-INTEGRATIONS: Final[tuple[tuple[str, str], ...]] = (
-    ("langchain", "context_integrity.integrations.langchain"),
-)
+SUPPORTED: Final[tuple[tuple[str, str], ...]] = (("langchain", "context_integrity.integrations.langchain"),)
+
+
+def supported_names() -> tuple[str, ...]:
+    """The names ``setup(instrument=[...])`` accepts, in table order."""
+    return tuple(name for name, _ in SUPPORTED)

@@ -42,17 +42,17 @@ from langchain.agents.middleware import AgentMiddleware, AgentState
 from langchain.agents.middleware.types import ModelResponse as LcModelResponse
 from langchain.agents.middleware.types import PrivateStateAttr
 from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langchain_core.tracers import context as lc_tracer_context
 from typing_extensions import NotRequired
 
 from ..contracts import define_contract
-from ..limits import MAX_OPEN_HOST_RUNS
+from ..limits import MAX_OPEN_HOST_RUNS, MAX_QUOTED_CHARS
 from ..protocol import content_text
 from ..telemetry.emit import record_internal_error
 from ..telemetry.run import ModelCall, Run, ToolScope, current_run
-from ..telemetry.setup import CONTRACTS
+from ..telemetry.setup import CONTRACTS, current
 from . import _langchain_frames as frames
 from ._langchain_frames import METADATA_KEY, declare_tools
 
@@ -402,7 +402,10 @@ class ContextIntegrityMiddleware(AgentMiddleware[Any, Any, Any]):
         return result
 
     # ── write ────────────────────────────────────────────────────────────
-    def _tool_request(self, request: Any) -> tuple[_AgentRun, Any] | None:
+    def _tool_request(self, request: Any) -> tuple[_AgentRun, Any] | str | None:
+        """The request with the judged copy of its tool; ``None`` when it is not ours to judge;
+        the refusal to hand over instead when it is, enforce holds and preparing it failed."""
+        record = None
         try:
             tool = request.tool
             record = _record_of(request.state)
@@ -412,10 +415,12 @@ class ContextIntegrityMiddleware(AgentMiddleware[Any, Any, Any]):
             return record, request.override(tool=_judging_copy(tool))
         except Exception as ours:
             record_internal_error(None, "preparing a LangChain tool call", ours)
-            return None
+            return _withheld(record, _tool_name(request)) if record is not None else None
 
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         prepared = self._tool_request(request)
+        if isinstance(prepared, str):
+            return _refused(handler(request), prepared)
         if prepared is None:
             return handler(request)
         record, judged = prepared
@@ -429,6 +434,8 @@ class ContextIntegrityMiddleware(AgentMiddleware[Any, Any, Any]):
 
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
         prepared = self._tool_request(request)
+        if isinstance(prepared, str):
+            return _refused(await handler(request), prepared)
         if prepared is None:
             return await handler(request)
         record, judged = prepared
@@ -439,6 +446,51 @@ class ContextIntegrityMiddleware(AgentMiddleware[Any, Any, Any]):
         finally:
             _tool_call.reset(call)
             _enclosing.reset(token)
+
+
+# What the model reads instead of rows that enforce could not judge: fail closed, never hand
+# over rows nobody looked at.
+UNJUDGED_REFUSAL: Final = (
+    "Result rejected: tool {tool!r} returned a result context-integrity could not check against the "
+    "columns it declares (check_column_types='enforce' withholds what it cannot judge); treat this "
+    "call as failed. The problem is recorded in the run's telemetry. No data was returned."
+)
+
+
+def _tool_name(request: Any) -> str:
+    try:
+        name = request.tool_call.get("name")
+    except Exception:
+        return ""
+    return name if isinstance(name, str) else ""
+
+
+def _withheld(record: _AgentRun | None, name: str) -> str | None:
+    """The refusal for a result of ``name`` nobody judged, when enforce holds for it; else ``None``."""
+    try:
+        contract = CONTRACTS.get(name)
+        if contract is None or not contract.result_columns:
+            return None
+        judge = record.run.judge if record is not None else None
+        inst = current()
+        dials = judge.dials if judge is not None else (inst.dials if inst is not None else None)
+        enforced = dials is not None and dials.check_column_types == "enforce"
+    except Exception:  # cannot tell whether enforce holds: a tool with columns fails closed
+        enforced = True
+    return UNJUDGED_REFUSAL.format(tool=name[:MAX_QUOTED_CHARS]) if enforced else None
+
+
+def _refused(result: Any, refusal: str) -> Any:
+    """The host's tool message with the refusal as its content (anything else is left alone)."""
+    if not isinstance(result, ToolMessage):
+        return result
+    return ToolMessage(content=refusal, tool_call_id=result.tool_call_id, name=result.name)
+
+
+def _unjudged(raw: Any, refusal: str | None, artifact_only: bool) -> Any:
+    if refusal is None:
+        return raw
+    return (refusal, None) if artifact_only else refusal
 
 
 def _open_scope(record: _AgentRun, name: str, call: Any) -> ToolScope | None:
@@ -491,9 +543,11 @@ def _judging_copy(tool: BaseTool) -> BaseTool:
     @functools.wraps(run)
     def judged_run(*args: Any, **kwargs: Any) -> Any:
         current = _tool_call.get()
-        scope = _open_scope(current[0], name, current[1]) if current is not None else None
-        if current is None or scope is None:
+        if current is None:
             return run(*args, **kwargs)
+        scope = _open_scope(current[0], name, current[1])
+        if scope is None:
+            return _unjudged(run(*args, **kwargs), _withheld(current[0], name), artifact_only)
         try:
             raw = run(*args, **kwargs)
         except BaseException as error:
@@ -504,9 +558,11 @@ def _judging_copy(tool: BaseTool) -> BaseTool:
     @functools.wraps(arun)
     async def judged_arun(*args: Any, **kwargs: Any) -> Any:
         current = _tool_call.get()
-        scope = _open_scope(current[0], name, current[1]) if current is not None else None
-        if current is None or scope is None:
+        if current is None:
             return await arun(*args, **kwargs)
+        scope = _open_scope(current[0], name, current[1])
+        if scope is None:
+            return _unjudged(await arun(*args, **kwargs), _withheld(current[0], name), artifact_only)
         try:
             raw = await arun(*args, **kwargs)
         except BaseException as error:
@@ -589,3 +645,5 @@ def uninstrument_all() -> None:
         original.__kwdefaults__ = kwdefaults
         original.__globals__.pop(_ARMED_NAME, None)
         _patched = None
+    # A middleware built afterwards puts the callback back for the runs it starts.
+    _remove_run_ends()
