@@ -58,7 +58,7 @@ def _script() -> ScriptedModel:
 def _one_run(variant: str) -> float:
     if variant == "bare":
         # The bare agent runs as it would without the library: no callback of ours either.
-        integration._remove_run_ends()
+        integration.remove_run_ends()
     middleware = [integration.ContextIntegrityMiddleware()] if variant == "with" else []
     agent = create_agent(_script(), tools=[get_row], middleware=middleware)  # built outside the clock
     started = time.perf_counter()

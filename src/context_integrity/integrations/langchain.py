@@ -9,7 +9,7 @@ The host's run is the run: ``before_agent`` opens the judge's run (its ``invoke_
 starts at the first model or tool call, when the tools offered are known, so the tools' own
 declarations are armed), ``after_agent`` closes it, and when the agent raises, which skips
 ``after_agent``, the host's own end of the agent's root run closes it (a LangChain callback,
-see :class:`_RunEnds`). A ``ci.run`` the user wrote around the agent is the run instead: no
+see :mod:`._langchain_runs`). A ``ci.run`` the user wrote around the agent is the run instead: no
 second ``invoke_agent``, no second summary. An agent invoked inside an instrumented agent's
 tool is its own run, under that tool's span.
 
@@ -26,230 +26,53 @@ response. LangChain has no OpenTelemetry of its own, so the ``invoke_agent``, ``
 
 from __future__ import annotations
 
-import contextvars
 import functools
-import itertools
 import logging
 import threading
 import types
 import uuid
-from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Annotated, Any, Final, cast
+from collections.abc import Awaitable, Callable
+from typing import Any, Final, cast
 
 from langchain.agents import factory
-from langchain.agents.middleware import AgentMiddleware, AgentState
+from langchain.agents.middleware import AgentMiddleware
 from langchain.agents.middleware.types import ModelResponse as LcModelResponse
-from langchain.agents.middleware.types import PrivateStateAttr
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool
-from langchain_core.tracers import context as lc_tracer_context
-from typing_extensions import NotRequired
 
 from ..contracts import define_contract
-from ..limits import MAX_OPEN_HOST_RUNS, MAX_QUOTED_CHARS
+from ..limits import MAX_QUOTED_CHARS
 from ..protocol import content_text
 from ..telemetry.emit import record_internal_error
-from ..telemetry.run import ModelCall, Run, ToolScope, current_run
+from ..telemetry.run import ModelCall, ToolScope
 from ..telemetry.setup import CONTRACTS, current
 from . import _langchain_frames as frames
 from ._langchain_frames import METADATA_KEY, declare_tools
+from ._langchain_runs import (
+    MIDDLEWARE_NAME,
+    RUN_ENDS,
+    STATE_KEY,
+    AgentRun,
+    RunKeyState,
+    enclosing,
+    install_run_ends,
+    record_of,
+    remember,
+    remove_run_ends,
+    tool_call_var,
+)
 
-__all__ = ["METADATA_KEY", "ContextIntegrityMiddleware", "instrument_all", "uninstrument_all"]
+__all__ = [
+    "METADATA_KEY",
+    "MIDDLEWARE_NAME",
+    "STATE_KEY",
+    "UNJUDGED_REFUSAL",
+    "ContextIntegrityMiddleware",
+    "instrument_all",
+    "uninstrument_all",
+]
 
 logger = logging.getLogger("context_integrity")
-
-MIDDLEWARE_NAME: Final = "context_integrity"
-# The agent's state key holding this invocation's run key (private: never in input or output).
-STATE_KEY: Final = "context_integrity_run"
-_BEFORE_AGENT_NODE: Final = f"{MIDDLEWARE_NAME}.before_agent"
-
-# The agent a tool of ours is running in: an agent invoked inside that tool is its own run.
-_enclosing: contextvars.ContextVar[_AgentRun | None] = contextvars.ContextVar(
-    "context_integrity_langchain_enclosing", default=None
-)
-
-# The tool call ``wrap_tool_call`` is running, for the judged copy of its tool to read.
-_tool_call: contextvars.ContextVar[tuple[_AgentRun, Any] | None] = contextvars.ContextVar(
-    "context_integrity_langchain_tool_call", default=None
-)
-
-
-class _State(AgentState[Any]):
-    context_integrity_run: NotRequired[Annotated[str, PrivateStateAttr]]
-
-
-class _AgentRun:
-    """One invocation of an agent: the judge's run, the context it lives in, and its lock."""
-
-    def __init__(self, key: str, agent_name: str, question: str | None) -> None:
-        self.key = key
-        self.lock = threading.Lock()
-        # The run is opened and closed inside this context, so the span and run it makes
-        # current are made current there, never in the host's (a node's, a worker thread's).
-        self.context = contextvars.copy_context()
-        adopted = current_run() if _enclosing.get() is None else None
-        self.own = adopted is None
-        self.run: Run = adopted if adopted is not None else Run(question, agent_name=agent_name)
-        self.opened = adopted is not None
-        self.closed = False
-        self.messages = frames.MessageCache()
-
-    def open(self, tools: Iterable[object] = ()) -> None:
-        """Open the run once, after declaring the tools offered (arming reads declarations)."""
-        with self.lock:
-            if self.opened or self.closed:
-                return
-            self.opened = True
-            tools = tuple(tools)
-            declare_tools(tools, strict=False)
-            frames.warn_unoffered(self.run.agent_name, tools)
-            self.context.run(self.run.__enter__)
-
-    def close(self, error: BaseException | None = None) -> None:
-        """Close the run once: its summary is written, whatever ended it."""
-        _forget(self.key)
-        if not self.own:
-            with self.lock:
-                self.closed = True
-            return
-        self.open()
-        with self.lock:
-            if self.closed:
-                return
-            self.closed = True
-            self.context.run(self.run.__exit__, type(error) if error else None, error, None)
-
-
-_runs: OrderedDict[str, _AgentRun] = OrderedDict()
-_runs_lock = threading.Lock()
-_keys = itertools.count(1)
-
-
-def _remember(record: _AgentRun) -> None:
-    evicted: list[_AgentRun] = []
-    with _runs_lock:
-        _runs[record.key] = record
-        while len(_runs) > MAX_OPEN_HOST_RUNS:
-            evicted.append(_runs.popitem(last=False)[1])
-    for stale in evicted:
-        stale.close()
-
-
-def _forget(key: str) -> None:
-    with _runs_lock:
-        _runs.pop(key, None)
-
-
-def _record_of(state: object) -> _AgentRun | None:
-    key = state.get(STATE_KEY) if isinstance(state, dict) else None
-    if not isinstance(key, str):
-        return None
-    with _runs_lock:
-        return _runs.get(key)
-
-
-class _RunEnds(BaseCallbackHandler):
-    """Closes a run when the agent's root run ends, which it does even when a tool raised.
-
-    Installed process-wide through LangChain's configure hook; it looks only at chain runs:
-    the start of our ``before_agent`` node (to learn its root run) and the end of a root run
-    it watches.
-    """
-
-    run_inline = True
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._parents: OrderedDict[Any, Any] = OrderedDict()
-        self._watched: dict[Any, _AgentRun] = {}
-
-    @property
-    def ignore_llm(self) -> bool:
-        return True
-
-    @property
-    def ignore_chat_model(self) -> bool:
-        return True
-
-    @property
-    def ignore_retriever(self) -> bool:
-        return True
-
-    @property
-    def ignore_agent(self) -> bool:
-        return True
-
-    @property
-    def ignore_retry(self) -> bool:
-        return True
-
-    @property
-    def ignore_custom_event(self) -> bool:
-        return True
-
-    def on_chain_start(
-        self, serialized: Any, inputs: Any, *, run_id: Any, parent_run_id: Any = None, **kwargs: Any
-    ) -> None:
-        if kwargs.get("name") != _BEFORE_AGENT_NODE or parent_run_id is None:
-            return
-        with self._lock:
-            self._parents[run_id] = parent_run_id
-            while len(self._parents) > MAX_OPEN_HOST_RUNS:
-                self._parents.popitem(last=False)
-
-    def watch(self, node_run_id: Any, record: _AgentRun) -> None:
-        with self._lock:
-            root = self._parents.pop(node_run_id, None)
-            if root is not None:
-                self._watched[root] = record
-                while len(self._watched) > MAX_OPEN_HOST_RUNS:
-                    self._watched.pop(next(iter(self._watched)))
-
-    def _ended(self, run_id: Any, error: BaseException | None) -> None:
-        if run_id not in self._watched:
-            return
-        with self._lock:
-            record = self._watched.pop(run_id, None)
-        if record is not None:
-            try:
-                record.close(error)
-            except Exception as ours:
-                record_internal_error(None, "closing a LangChain run", ours)
-
-    def on_chain_end(self, outputs: Any, *, run_id: Any, **kwargs: Any) -> None:
-        self._ended(run_id, None)
-
-    def on_chain_error(self, error: BaseException, *, run_id: Any, **kwargs: Any) -> None:
-        self._ended(run_id, error)
-
-
-_RUN_ENDS: Final = _RunEnds()
-_run_ends_var: Final[contextvars.ContextVar[_RunEnds | None]] = contextvars.ContextVar(
-    "context_integrity_langchain_run_ends", default=_RUN_ENDS
-)
-_hook_lock = threading.Lock()
-
-
-def _hook_entry() -> tuple[Any, ...] | None:
-    for entry in lc_tracer_context._configure_hooks:
-        if entry[0] is _run_ends_var:
-            return entry
-    return None
-
-
-def _install_run_ends() -> None:
-    with _hook_lock:
-        if _hook_entry() is None:
-            lc_tracer_context.register_configure_hook(_run_ends_var, True)
-
-
-def _remove_run_ends() -> None:
-    with _hook_lock:
-        entry = _hook_entry()
-        if entry is not None:
-            lc_tracer_context._configure_hooks.remove(entry)
 
 
 # ── the middleware ─────────────────────────────────────────────────────────
@@ -297,11 +120,11 @@ class ContextIntegrityMiddleware(AgentMiddleware[Any, Any, Any]):
     is harmless (it is not added twice).
     """
 
-    state_schema = _State
+    state_schema = RunKeyState
 
     def __init__(self) -> None:
         super().__init__()
-        _install_run_ends()
+        install_run_ends()
 
     @property
     def name(self) -> str:
@@ -310,13 +133,13 @@ class ContextIntegrityMiddleware(AgentMiddleware[Any, Any, Any]):
     # ── the run ──────────────────────────────────────────────────────────
     def _begin(self, state: Any) -> dict[str, Any] | None:
         try:
-            key = f"{uuid.uuid4().hex}-{next(_keys)}"
-            record = _AgentRun(key, _agent_name(), _question(state))
-            _remember(record)
+            key = uuid.uuid4().hex
+            record = AgentRun(key, _agent_name(), _question(state))
+            remember(record)
             node = _node_run_id()
             if node is not None:
-                _install_run_ends()
-                _RUN_ENDS.watch(node, record)
+                install_run_ends()
+                RUN_ENDS.watch(node, record)
             return {STATE_KEY: key}
         except Exception as ours:
             record_internal_error(None, "opening a LangChain run", ours)
@@ -324,7 +147,7 @@ class ContextIntegrityMiddleware(AgentMiddleware[Any, Any, Any]):
 
     def _finish(self, state: Any) -> None:
         try:
-            record = _record_of(state)
+            record = record_of(state)
             if record is not None:
                 record.close()
         except Exception as ours:
@@ -345,9 +168,9 @@ class ContextIntegrityMiddleware(AgentMiddleware[Any, Any, Any]):
         return None
 
     # ── compose and choice ───────────────────────────────────────────────
-    def _request(self, request: Any) -> tuple[_AgentRun, ModelCall, frozenset[str]] | None:
+    def _request(self, request: Any) -> tuple[AgentRun, ModelCall, frozenset[str]] | None:
         try:
-            record = _record_of(request.state)
+            record = record_of(request.state)
             if record is None or record.closed:
                 return None
             record.open(request.tools or ())
@@ -361,7 +184,7 @@ class ContextIntegrityMiddleware(AgentMiddleware[Any, Any, Any]):
             return None
 
     def _respond(
-        self, opened: tuple[_AgentRun, ModelCall, frozenset[str]], result: Any, error: BaseException | None
+        self, opened: tuple[AgentRun, ModelCall, frozenset[str]], result: Any, error: BaseException | None
     ) -> None:
         record, call, offered = opened
         try:
@@ -402,13 +225,13 @@ class ContextIntegrityMiddleware(AgentMiddleware[Any, Any, Any]):
         return result
 
     # ── write ────────────────────────────────────────────────────────────
-    def _tool_request(self, request: Any) -> tuple[_AgentRun, Any] | str | None:
+    def _tool_request(self, request: Any) -> tuple[AgentRun, Any] | str | None:
         """The request with the judged copy of its tool; ``None`` when it is not ours to judge;
         the refusal to hand over instead when it is, enforce holds and preparing it failed."""
         record = None
         try:
             tool = request.tool
-            record = _record_of(request.state)
+            record = record_of(request.state)
             if record is None or record.closed or not isinstance(tool, BaseTool):
                 return None
             record.open()
@@ -424,13 +247,13 @@ class ContextIntegrityMiddleware(AgentMiddleware[Any, Any, Any]):
         if prepared is None:
             return handler(request)
         record, judged = prepared
-        token, call = _enclosing.set(record), _tool_call.set((record, request.tool_call))
+        token, call = enclosing.set(record), tool_call_var.set((record, request.tool_call))
         try:
             with record.run.active():
                 return handler(judged)
         finally:
-            _tool_call.reset(call)
-            _enclosing.reset(token)
+            tool_call_var.reset(call)
+            enclosing.reset(token)
 
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
         prepared = self._tool_request(request)
@@ -439,13 +262,13 @@ class ContextIntegrityMiddleware(AgentMiddleware[Any, Any, Any]):
         if prepared is None:
             return await handler(request)
         record, judged = prepared
-        token, call = _enclosing.set(record), _tool_call.set((record, request.tool_call))
+        token, call = enclosing.set(record), tool_call_var.set((record, request.tool_call))
         try:
             with record.run.active():
                 return await handler(judged)
         finally:
-            _tool_call.reset(call)
-            _enclosing.reset(token)
+            tool_call_var.reset(call)
+            enclosing.reset(token)
 
 
 # What the model reads instead of rows that enforce could not judge: fail closed, never hand
@@ -465,7 +288,7 @@ def _tool_name(request: Any) -> str:
     return name if isinstance(name, str) else ""
 
 
-def _withheld(record: _AgentRun | None, name: str) -> str | None:
+def _withheld(record: AgentRun | None, name: str) -> str | None:
     """The refusal for a result of ``name`` nobody judged, when enforce holds for it; else ``None``."""
     try:
         contract = CONTRACTS.get(name)
@@ -493,7 +316,7 @@ def _unjudged(raw: Any, refusal: str | None, artifact_only: bool) -> Any:
     return (refusal, None) if artifact_only else refusal
 
 
-def _open_scope(record: _AgentRun, name: str, call: Any) -> ToolScope | None:
+def _open_scope(record: AgentRun, name: str, call: Any) -> ToolScope | None:
     try:
         contract = CONTRACTS.get(name) or define_contract(name)
         args = call.get("args")
@@ -505,7 +328,7 @@ def _open_scope(record: _AgentRun, name: str, call: Any) -> ToolScope | None:
         return None
 
 
-def _deliver(record: _AgentRun, scope: ToolScope, raw: Any, artifact_only: bool) -> Any:
+def _deliver(record: AgentRun, scope: ToolScope, raw: Any, artifact_only: bool) -> Any:
     """What the tool hands LangChain: its raw value, or the refusal in its place."""
     judged = raw[1] if artifact_only and isinstance(raw, tuple) and len(raw) == 2 else raw
     with record.lock:
@@ -522,7 +345,7 @@ _proxies: dict[int, tuple[BaseTool, BaseTool]] = {}
 def _judging_copy(tool: BaseTool) -> BaseTool:
     """A copy of ``tool`` whose runs are judged, made once per tool: the user's tool is never changed.
 
-    The call it is running is read from the context (:data:`_tool_call`), which the tool's run
+    The call it is running is read from the context (:data:`tool_call_var`), which the tool's run
     inherits from ``wrap_tool_call``. A ``@ci.tool`` function inside the tool is called
     unwrapped: this copy judges it, once.
     """
@@ -542,7 +365,7 @@ def _judging_copy(tool: BaseTool) -> BaseTool:
     # functools.wraps keeps the signature: BaseTool.run reads _run's for run_manager and config.
     @functools.wraps(run)
     def judged_run(*args: Any, **kwargs: Any) -> Any:
-        current = _tool_call.get()
+        current = tool_call_var.get()
         if current is None:
             return run(*args, **kwargs)
         scope = _open_scope(current[0], name, current[1])
@@ -557,7 +380,7 @@ def _judging_copy(tool: BaseTool) -> BaseTool:
 
     @functools.wraps(arun)
     async def judged_arun(*args: Any, **kwargs: Any) -> Any:
-        current = _tool_call.get()
+        current = tool_call_var.get()
         if current is None:
             return await arun(*args, **kwargs)
         scope = _open_scope(current[0], name, current[1])
@@ -630,7 +453,7 @@ def instrument_all() -> None:
         original.__code__ = _shim.__code__
         original.__defaults__ = None
         original.__kwdefaults__ = None
-        _install_run_ends()
+        install_run_ends()
 
 
 def uninstrument_all() -> None:
@@ -646,4 +469,4 @@ def uninstrument_all() -> None:
         original.__globals__.pop(_ARMED_NAME, None)
         _patched = None
     # A middleware built afterwards puts the callback back for the runs it starts.
-    _remove_run_ends()
+    remove_run_ends()
