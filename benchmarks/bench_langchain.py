@@ -5,7 +5,7 @@ A scripted 20-step run (20 model turns that each call one tool, then the answer:
 alternating: the bare agent against the same agent with ``ContextIntegrityMiddleware`` (what
 ``ci.setup()`` appends), its tool declared with result columns and judged in warn, every span
 going through an SDK provider to an exporter that keeps nothing. LangChain has no OpenTelemetry
-of its own, so the spans of the second run are all ours. Target: median ratio <= 1.10x.
+of its own, so the spans of the second run are all ours. Target: median ratio <= 1.10x (CPU time: the machine is shared).
 
 Run: ``python benchmarks/bench_langchain.py [ROUNDS]``.
 """
@@ -55,17 +55,18 @@ def _script() -> ScriptedModel:
     return ScriptedModel(responses=[*turns, AIMessage(content="all rows fetched")])
 
 
-def _one_run(variant: str) -> float:
+def _one_run(variant: str) -> tuple[float, float]:
+    """Wall time and this process's CPU time of one run (CPU time is less hurt by a busy machine)."""
     if variant == "bare":
         # The bare agent runs as it would without the library: no callback of ours either.
         integration.remove_run_ends()
     middleware = [integration.ContextIntegrityMiddleware()] if variant == "with" else []
     agent = create_agent(_script(), tools=[get_row], middleware=middleware)  # built outside the clock
-    started = time.perf_counter()
+    wall, cpu = time.perf_counter(), time.process_time()
     out = agent.invoke({"messages": [{"role": "user", "content": "fetch 20 rows"}]})
-    elapsed = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     assert sum(isinstance(m, ToolMessage) for m in out["messages"]) == STEPS
-    return elapsed
+    return wall, cpu
 
 
 def main(rounds: int) -> None:
@@ -76,20 +77,24 @@ def main(rounds: int) -> None:
     variants = ("bare", "with")
     for variant in variants:  # warm-up: imports, schema caches
         _one_run(variant)
-    times: dict[str, list[float]] = {v: [] for v in variants}
+    times: dict[str, list[tuple[float, float]]] = {v: [] for v in variants}
     for r in range(rounds):
         for variant in variants if r % 2 == 0 else tuple(reversed(variants)):
             times[variant].append(_one_run(variant))
-    bare_median, bare_min = statistics.median(times["bare"]), min(times["bare"])
     print(f"LangChain create_agent, {STEPS} tool steps + answer, {rounds} rounds (interleaved)")
-    for variant in variants:
-        median, low = statistics.median(times[variant]), min(times[variant])
+    ratio = 0.0
+    for clock, index in (("wall", 0), ("cpu", 1)):
+        bare = [t[index] for t in times["bare"]]
+        judged = [t[index] for t in times["with"]]
+        median = statistics.median(judged) / statistics.median(bare)
+        low = min(judged) / min(bare)
+        if clock == "cpu":
+            ratio = median
         print(
-            f"  {variant:<5} median {median * 1000:7.1f} ms  min {low * 1000:7.1f} ms  "
-            f"ratio median {median / bare_median:4.2f}x  min {low / bare_min:4.2f}x"
+            f"  {clock:<4} bare median {statistics.median(bare) * 1000:6.1f} ms  with median "
+            f"{statistics.median(judged) * 1000:6.1f} ms  ratio median {median:4.2f}x  min {low:4.2f}x"
         )
-    ratio = statistics.median(times["with"]) / bare_median
-    print(f"target <= {TARGET:.2f}x: {'met' if ratio <= TARGET else 'MISSED'} ({ratio:.2f}x)")
+    print(f"target <= {TARGET:.2f}x (cpu median): {'met' if ratio <= TARGET else 'MISSED'} ({ratio:.2f}x)")
     ci.shutdown()
 
 

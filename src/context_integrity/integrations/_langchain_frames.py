@@ -19,7 +19,7 @@ from langchain_core.tools import BaseTool
 
 from ..contracts import DeclarationError, ToolContract
 from ..contracts.errors import refuse
-from ..protocol import Message, ModelResponse, RequestFrame, Role, ToolCall, ToolDefinition, content_text
+from ..loop import Message, ModelResponse, RequestFrame, Role, ToolCall, ToolDefinition, content_text
 from ..telemetry.emit import record_internal_error
 from ..telemetry.setup import CONTRACTS
 from .functions import declare_tool
@@ -174,7 +174,8 @@ def response(ai: AIMessage | None, offered: frozenset[str]) -> ModelResponse:
     if ai is None:
         return ModelResponse()
     text = content_text(ai.content)
-    return ModelResponse(calls=_calls(ai, offered), text=text or None)
+    response_id = ai.id if isinstance(ai.id, str) and ai.id else None
+    return ModelResponse(calls=_calls(ai, offered), text=text or None, response_id=response_id)
 
 
 def answer_text(ai: AIMessage | None, structured: object) -> str:

@@ -41,8 +41,9 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool
 
 from ..contracts import define_contract
+from ..ledger import CheckerDeadError
 from ..limits import MAX_QUOTED_CHARS
-from ..protocol import content_text
+from ..loop import content_text
 from ..telemetry.emit import record_internal_error
 from ..telemetry.run import ModelCall, ToolScope
 from ..telemetry.setup import CONTRACTS, current
@@ -150,6 +151,8 @@ class ContextIntegrityMiddleware(AgentMiddleware[Any, Any, Any]):
             record = record_of(state)
             if record is not None:
                 record.close()
+        except CheckerDeadError:
+            raise  # dev posture asked for it: a run whose check is dead fails loudly, as ci.run does
         except Exception as ours:
             record_internal_error(None, "closing a LangChain run", ours)
 
