@@ -199,7 +199,10 @@ class ContextIntegrityMiddleware(AgentMiddleware[Any, Any, Any]):
                 reply = frames.response(ai, offered)
                 call.respond(reply)
                 if structured is not None or not reply.calls:
-                    record.run.answer(frames.answer_text(ai, structured))
+                    if structured is not None:
+                        record.run.answer(output=structured)  # typed: the claim seam reads the model
+                    else:
+                        record.run.answer(frames.answer_text(ai, None))
         except Exception as ours:
             record_internal_error(call.span, "reading a LangChain model response", ours)
 
