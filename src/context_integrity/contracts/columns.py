@@ -9,15 +9,17 @@ from __future__ import annotations
 import datetime as _dt
 import decimal
 import fractions
+import sys
 import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Literal, Union, get_args
-
-from pydantic import BaseModel, ConfigDict
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, Union, get_args
 
 from .errors import refuse as _refuse
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 # ── The column-type vocabulary ──────────────────────────────────────────
 ColumnType = Literal["number", "string", "boolean", "date"]
@@ -28,17 +30,33 @@ COLUMN_TYPES: Final[tuple[ColumnType, ...]] = get_args(ColumnType)
 _REFUSED_WORD: Final = "unknown"
 
 
-class ColumnDeclaration(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ColumnDeclaration:
     """The object spelling of one column: its type, and whether it may hold no value.
 
     ``nullable=True`` says a row may carry ``None`` or lack the key; it is a
     promise about values, not about the column existing at all.
-    """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    A frozen dataclass, validated on construction: a pydantic model here would
+    import pydantic (and run its plugin loader, which imports every installed
+    plugin such as logfire) on ``import context_integrity``. Only keyword
+    fields are accepted, as the model accepted them.
+    """
 
     type: ColumnType
     nullable: bool = False
+
+    def __post_init__(self) -> None:
+        if self.type not in COLUMN_TYPES:
+            raise ValueError(
+                f"ColumnDeclaration type is {self.type!r}, which is not a column type. "
+                f"Use one of {_types_list()}."
+            )
+        if not isinstance(self.nullable, bool):
+            raise ValueError(
+                f"ColumnDeclaration nullable is {self.nullable!r}, which is not a boolean. "
+                "Write nullable=True (rows may carry no value) or nullable=False (the strict default)."
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,8 +68,22 @@ class NormalizedColumn:
     nullable: bool
 
 
-ColumnSpec = ColumnType | ColumnDeclaration | Mapping[str, Any]
-ResultColumns = Mapping[str, ColumnSpec] | type[BaseModel]
+ColumnSpec: TypeAlias = "ColumnType | ColumnDeclaration | Mapping[str, Any]"
+ResultColumns: TypeAlias = "Mapping[str, ColumnSpec] | type[BaseModel]"
+
+
+def is_model_class(value: object) -> bool:
+    """Whether ``value`` is a pydantic model class, without importing pydantic.
+
+    No such class can exist unless something already imported pydantic, so the
+    library never pays for pydantic (or its plugins) on behalf of a host that
+    does not use it.
+    """
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is None or not isinstance(value, type):
+        return False
+    return issubclass(value, pydantic.BaseModel)
+
 
 # The Python classes each column type is made of. ``bool`` is deliberately not a number (it is an
 # ``int`` subclass, and exactly the trap the check exists to catch).
@@ -190,8 +222,8 @@ def normalize_columns(tool_name: str, columns: object) -> tuple[NormalizedColumn
 
     Raises :class:`DeclarationError` naming the tool, the column and the fix.
     """
-    if isinstance(columns, type) and issubclass(columns, BaseModel):
-        return columns_from_model(tool_name, columns)
+    if is_model_class(columns):
+        return columns_from_model(tool_name, columns)  # type: ignore[arg-type]
     if isinstance(columns, tuple) and columns and all(type(c) is NormalizedColumn for c in columns):
         return columns  # already normalised: idempotent, so a contract's tuple can be handed back in
     if not isinstance(columns, Mapping):

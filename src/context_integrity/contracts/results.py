@@ -30,9 +30,12 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import islice
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
-from pydantic import BaseModel
+from .columns import is_model_class
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 ResultShape = Literal["rowset", "items", "absence", "other", "unreadable"]
 
@@ -123,7 +126,7 @@ def _plan_for(row_type: type) -> _RowPlan | None:
     """How rows of one Python type are read, decided once per type, not per row."""
     if issubclass(row_type, Mapping):
         return "mapping"
-    if issubclass(row_type, BaseModel):
+    if is_model_class(row_type):
         return "model"
     # ``row_type`` is the type of an element, so a dataclass CLASS placed in the
     # list has type ``type`` here and is (rightly) not read as a row.

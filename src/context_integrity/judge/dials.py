@@ -8,7 +8,6 @@ new dial is one field here and nothing else.
 
 from __future__ import annotations
 
-import difflib
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
@@ -182,6 +181,8 @@ def dials_doc() -> str:
 
 
 def unknown_option(name: str, known: tuple[str, ...]) -> SetupError:
+    import difflib  # only a misspelled option pays for it
+
     close = difflib.get_close_matches(name, known, n=1)
     hint = f" Did you mean {close[0]!r}?" if close else ""
     return SetupError(f"setup() got an unknown option {name!r}.{hint} The options are: {', '.join(known)}.")

@@ -16,6 +16,7 @@ reconfigures the dials only; it never adds a second exporter or processor.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import os
@@ -23,12 +24,10 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from opentelemetry import metrics, trace
 from opentelemetry.metrics import Counter, Meter
-from opentelemetry.sdk.metrics import MeterProvider as SdkMeterProvider
-from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor
 from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
@@ -40,6 +39,11 @@ from opentelemetry.sdk.trace.export import (
 )
 from opentelemetry.trace import Tracer
 
+# The SDK's metrics (and logs) parts are imported where setup() builds them, not on
+# ``import context_integrity``: together they cost more than the whole trace SDK.
+if TYPE_CHECKING:
+    from opentelemetry.sdk.metrics.export import MetricReader
+
 from ..judge import ContractBook, Dials, SetupError
 from ..judge.dials import dial_parameters, dial_specs, dials_doc, unknown_option
 from ..paths import default_recording_path
@@ -49,7 +53,10 @@ from .processor import DispositionSpanProcessor
 logger = logging.getLogger("context_integrity")
 
 
-def _version() -> str:
+@functools.cache
+def instrumentation_version() -> str:
+    """The installed package's version, read on first use: importlib.metadata costs more to import
+    than the rest of ``import context_integrity`` put together."""
     try:
         from importlib.metadata import version
 
@@ -58,7 +65,11 @@ def _version() -> str:
         return "0.0.0+source"
 
 
-VERSION: Final = _version()
+def __getattr__(name: str) -> str:
+    if name == "VERSION":  # the old module constant, computed when first read
+        return instrumentation_version()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 PROTOCOLS: Final = ("grpc", "http/protobuf")
 TRACES_EXPORTERS: Final = ("otlp", "console", "none")
@@ -209,6 +220,8 @@ def _otlp_span_exporter(plan: _Plan, explicit: str | None) -> SpanExporter:
 
 
 def _otlp_metric_reader(plan: _Plan, explicit: str | None) -> MetricReader:
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+
     url = plan.signal_url(explicit, "metrics")
     headers = dict(plan.headers) if plan.headers is not None else None
     if plan.protocol == "grpc":
@@ -314,7 +327,7 @@ def _build(
         trace.set_tracer_provider(provider)
     flushable.append(provider)
     run_processor: DispositionSpanProcessor | None = None
-    tracer = provider.get_tracer(names.INSTRUMENTATION_NAME, VERSION)
+    tracer = provider.get_tracer(names.INSTRUMENTATION_NAME, instrumentation_version())
     if hasattr(provider, "add_span_processor"):
         run_processor = DispositionSpanProcessor(lambda: tracer)
         provider.add_span_processor(run_processor)
@@ -325,6 +338,9 @@ def _build(
         )
 
     # ── metrics ──
+    from opentelemetry.sdk.metrics import MeterProvider as SdkMeterProvider
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+
     mprovider = meter_provider
     if mprovider is None:
         global_meter_provider = metrics.get_meter_provider()
@@ -355,7 +371,7 @@ def _build(
         metrics.set_meter_provider(mprovider)
     if hasattr(mprovider, "force_flush"):
         flushable.append(mprovider)
-    meter = mprovider.get_meter(names.INSTRUMENTATION_NAME, VERSION)
+    meter = mprovider.get_meter(names.INSTRUMENTATION_NAME, instrumentation_version())
     counter = meter.create_counter(
         names.FINDINGS_METRIC,
         unit=names.FINDINGS_METRIC_UNIT,
@@ -430,7 +446,7 @@ def _event_logger(
         owned.append(lprovider)
         _logs.set_logger_provider(lprovider)
     flushable.append(lprovider)
-    return lprovider.get_logger(names.INSTRUMENTATION_NAME, VERSION)
+    return lprovider.get_logger(names.INSTRUMENTATION_NAME, instrumentation_version())
 
 
 def setup(
