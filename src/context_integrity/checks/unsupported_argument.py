@@ -85,7 +85,23 @@ class ArmedCall:
     declared_enums: frozenset[str]
 
 
-class _Corpus:
+class TextCorpus:
+    """Texts searched by substring: all the check asks of a request's ground.
+
+    ``count`` is how many non-empty texts it holds; ``contains(needle)`` (a
+    lowered needle) is whether some text, lowered, holds it. The judge hands
+    its incremental index (:mod:`context_integrity.judge.ground_index`); a
+    plain sequence of texts is searched by :class:`_Corpus`, the reference.
+    """
+
+    __slots__ = ()
+    count: int
+
+    def contains(self, needle: str) -> bool:
+        raise NotImplementedError
+
+
+class _Corpus(TextCorpus):
     """Lowered texts, searched by substring; built once per check call."""
 
     __slots__ = ("_joined", "_texts", "count")
@@ -241,8 +257,8 @@ def _lowered_enums(declared: object) -> frozenset[str]:
 def unsupported_arguments_of(
     *,
     calls: Sequence[ArmedCall],
-    grounded: Sequence[str],
-    assistant: Sequence[str],
+    grounded: Sequence[str] | TextCorpus,
+    assistant: Sequence[str] | TextCorpus,
     external: object = None,
     epoch: int = 0,
 ) -> Encounter:
@@ -251,7 +267,8 @@ def unsupported_arguments_of(
     Each call's ``declared_enums`` is already the lowered enum set.
 
     ``grounded`` and ``assistant`` are the request's texts split by author
-    (:func:`context_integrity.loop.frame_ground`). ``external`` is an
+    (:func:`context_integrity.loop.frame_ground`), or a :class:`TextCorpus`
+    over them (the judge's index of the conversation). ``external`` is an
     application's external grounds: an iterable of :class:`ExternalGround`
     (or mappings / objects with ``value`` and ``source``), or a zero-arg
     callable returning one, called at most once and only when some value
@@ -260,8 +277,8 @@ def unsupported_arguments_of(
     if not calls:
         return Encounter(findings=[], disposition=NOT_APPLICABLE)
 
-    served = _Corpus(grounded)
-    own = _Corpus(assistant)
+    served = grounded if isinstance(grounded, TextCorpus) else _Corpus(grounded)
+    own = assistant if isinstance(assistant, TextCorpus) else _Corpus(assistant)
     door = _ExternalGrounds(external)
     findings: list[Finding] = []
     call_ids: list[str | None] = []

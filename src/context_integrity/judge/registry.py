@@ -149,11 +149,11 @@ def _unsupported_at_choice(state: RunState, seen: ResponseSeen) -> Encounter:
         )
         for call in armed
     ]
-    ground = seen.ground()
+    served, own = seen.corpora()
     return unsupported_arguments_of(
         calls=calls,
-        grounded=ground.grounded,
-        assistant=ground.assistant,
+        grounded=served,
+        assistant=own,
         external=state.dials.external_grounds,
         epoch=state.epoch,
     )

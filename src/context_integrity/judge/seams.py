@@ -231,7 +231,7 @@ class RunJudge:
         """Judge the calls one model response makes, against the request it answered. Never raises."""
         self.note_work("choice")
         verdict = ChoiceVerdict()
-        seen = ResponseSeen(frame, response)
+        seen = ResponseSeen(frame, response, self.state.index)
         for entry in self.armed["choice"]:
             encounter = self._run(entry, entry.choice, seen)
             if encounter is None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..checks.duplicate_execution import Execution, arguments_key
+from ..checks.unsupported_argument import TextCorpus, _Corpus
 from ..contracts import ToolContract, declared_enum_values
 from ..contracts.results import ResultReading, read_result
 from ..contracts.semantic import FactRow, fact_rows_of
@@ -33,11 +34,11 @@ from ..loop import (
     content_text,
     frame_ground,
     message_text,
-    tool_names_present,
 )
 from ..text import bounded_json
 from .book import ContractBook
 from .dials import Dials
+from .ground_index import FrameIndex
 
 
 def served_text(value: object) -> str:
@@ -98,20 +99,37 @@ class RequestSeen:
 
 
 class ResponseSeen:
-    """The choice seam: one model response, with the request it answered."""
+    """The choice seam: one model response, with the request it answered.
 
-    __slots__ = ("_ground", "frame", "response")
+    ``index`` is the run's index of the conversation; :meth:`corpora` reads the request's ground
+    from it, at the cost of what the request added since the last one the index was shown.
+    """
 
-    def __init__(self, frame: RequestFrame | None, response: ModelResponse) -> None:
+    __slots__ = ("_ground", "frame", "index", "response")
+
+    def __init__(
+        self, frame: RequestFrame | None, response: ModelResponse, index: FrameIndex | None = None
+    ) -> None:
         self.frame = frame
         self.response = response
+        self.index = index
         self._ground: FrameGround | None = None
 
     def ground(self) -> FrameGround:
-        """The request's texts split by author; empty when the request is unknown."""
+        """The request's texts split by author, rendered whole; empty when the request is unknown."""
         if self._ground is None:
             self._ground = frame_ground(self.frame) if self.frame is not None else FrameGround((), ())
         return self._ground
+
+    def corpora(self) -> tuple[TextCorpus, TextCorpus]:
+        """(what the request served, the model's own text), each searchable by substring."""
+        if self.frame is None:
+            return _Corpus(()), _Corpus(())
+        if self.index is None:
+            ground = self.ground()
+            return _Corpus(ground.grounded), _Corpus(ground.assistant)
+        self.index.sync(self.frame)
+        return self.index.grounded, self.index.assistant
 
     def offered_schema(self, tool_name: str) -> object:
         if self.frame is None:
@@ -176,6 +194,8 @@ class RunState:
     facts: deque[FactRow] = field(default_factory=deque)
     # prior-turn evidence reads the last request of the run as it stands.
     last_frame: RequestFrame | None = None
+    # The conversation so far, indexed: what the last request held, updated by each new one's difference.
+    index: FrameIndex = field(default_factory=FrameIndex)
 
     @classmethod
     def begin(cls, contracts: ContractBook, dials: Dials, *, grounding: bool) -> RunState:
@@ -203,8 +223,10 @@ class RunState:
     def open_request(self, frame: RequestFrame) -> RequestSeen:
         """Advance the epoch and measure which served results this request holds and which it lost."""
         self.epoch += 1
-        present = tool_names_present(frame) if self.grounds else frozenset[str]()
+        present = frozenset[str]()
         if self.grounds:
+            self.index.sync(frame)
+            present = self.index.present()
             self.remember_frame_results(frame)
             self.evicted |= self.served - present
         offered: list[str] = []
@@ -236,17 +258,25 @@ class RunState:
         self.produced_keys.add((tool_name, key))
 
     def remember_frame_results(self, frame: RequestFrame) -> None:
-        """Producer results that reach the model through frames count as served, once each."""
+        """Producer results that reach the model through frames count as served, once each.
+
+        Only the messages new since the last request are read: a result already offered is in the
+        memory (or was aged out of it, which must stay so: re-adding it would age out another).
+        """
+        self.index.sync(frame)
+        fresh = self.index.take_fresh()
         if not self.producers:
             return
-        names_by_call = {call.call_id: call.name for message in frame.messages for call in message.tool_calls}
-        for message in frame.messages:
-            if message.role != "tool":
+        for seen in fresh:
+            if not seen.tool_role:
                 continue
-            name = message.tool_name or names_by_call.get(message.tool_call_id or "")
+            message = seen.message
+            name = getattr(message, "tool_name", None) or self.index.asker_of(
+                getattr(message, "tool_call_id", None)
+            )
             if name in self.producers and name is not None:
-                key = message.tool_call_id or f"frame:{hash(message_text(message))}"
-                self.remember_produced(name, key, message.content)
+                key = getattr(message, "tool_call_id", None) or f"frame:{hash(message_text(message))}"  # type: ignore[arg-type]
+                self.remember_produced(name, key, getattr(message, "content", ""))
 
     # ── the family's bookkeeping (suspensions, executions, settled facts, the last request) ──
     def suspend(self, group: str, tools: tuple[str, ...]) -> None:
