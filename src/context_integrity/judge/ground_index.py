@@ -11,8 +11,8 @@ Recognising a message: by identity first (the common case: the host keeps its
 history list and appends), else by content: a new object whose lowered text is
 already indexed only bumps that text's count (the text is rendered and hashed,
 which is C-speed, but not re-tokenised). Telling old from new is one C-level
-pass over the message ids (a prefix comparison when the frame only grew, set
-differences when something left); only a message inserted in the middle makes
+pass over the messages (an identity comparison of the prefix when the frame
+only grew, set differences of their ids when something left); only a message inserted in the middle makes
 the mirror walk the whole frame again.
 
 THE SUBSTRING QUERY. unsupported-argument asks "is this lowered value a
@@ -49,6 +49,7 @@ lowered, plus one posting per distinct word.
 from __future__ import annotations
 
 import contextlib
+import operator
 import re
 from collections.abc import Iterable
 from typing import Any, Final
@@ -229,7 +230,7 @@ class FrameIndex:
         self.grounded = SubstringIndex()
         self.assistant = SubstringIndex()
         self._frame: RequestFrame | None = None
-        self._ids: list[int] = []
+        self._messages: tuple[Any, ...] = ()
         self._live: dict[int, _Seen] = {}
         self._system = ""
         self._seq = 0
@@ -296,22 +297,25 @@ class FrameIndex:
                 self.grounded.add(system)
             self._system = system
         messages = _as_tuple(frame.messages)
-        ids = list(map(id, messages))
-        known = len(self._ids)
+        previous = self._messages
         changed: set[str] = set()
+        kept = _kept_prefix(messages, previous)
         if self._repeats:
-            self._rebuild(messages, ids, changed)
-        elif len(ids) >= known and ids[:known] == self._ids:
-            added = messages[known:]  # the frame only grew: the common case
-            if any(id(message) in self._live for message in added) or len(set(ids[known:])) != len(added):
-                self._rebuild(messages, ids, changed)
+            self._rebuild(messages, changed)
+        elif kept is not None:
+            # The frame only grew (the common case), or lost a short tail before growing.
+            for message in previous[kept:]:
+                self._remove(self._live[id(message)], changed)
+            added = messages[kept:]
+            if any(id(message) in self._live for message in added) or len(set(map(id, added))) != len(added):
+                self._rebuild(messages, changed)
             else:
                 for message in added:
                     self._add(message, changed)
         else:
-            current = set(ids)
-            if len(current) != len(ids):
-                self._rebuild(messages, ids, changed)
+            current = set(map(id, messages))
+            if len(current) != len(messages):
+                self._rebuild(messages, changed)
             else:
                 for gone in self._live.keys() - current:
                     self._remove(self._live[gone], changed)
@@ -324,12 +328,12 @@ class FrameIndex:
                     self._renumber(messages, changed)
         for call_id in changed:
             self._resolve(call_id)
-        self._ids = ids
+        self._messages = messages
         self._frame = frame
         if len(self._fresh) > 2 * len(self._live) + 64:  # nobody takes them (no compose seam): keep the live
             self._fresh = [seen for seen in self._fresh if self._live.get(id(seen.message)) is seen]
 
-    def _rebuild(self, messages: tuple[Any, ...], ids: list[int], changed: set[str]) -> None:
+    def _rebuild(self, messages: tuple[Any, ...], changed: set[str]) -> None:
         """Mirror ``messages`` from nothing: the path for a frame that repeats one message object.
 
         Such a frame's texts count once per position, as the reference counts them, and its
@@ -340,7 +344,7 @@ class FrameIndex:
         self._system, self._fresh = system, fresh
         if system:
             self.grounded.add(system)
-        self._repeats = len(set(ids)) != len(ids)
+        self._repeats = len(set(map(id, messages))) != len(messages)
         for message in messages:
             seen = self._live.get(id(message))
             if seen is None:
@@ -406,6 +410,26 @@ class FrameIndex:
             self._resolved[name] = self._resolved.get(name, 0) + 1
         if names:
             self._resolved_by[call_id] = names
+
+
+# How many of the previous frame's last messages may have been dropped for the identity-prefix path
+# (a host replacing a transient last message); past that, the set-difference path.
+_TAIL_DROPS: Final = 2
+
+
+def _kept_prefix(messages: tuple[Any, ...], previous: tuple[Any, ...]) -> int | None:
+    """How long a prefix of ``previous`` starts ``messages``, object for object, when all but at most
+    :data:`_TAIL_DROPS` of ``previous`` does; else ``None``. One C-level identity pass."""
+    known = len(previous)
+    for dropped in range(min(_TAIL_DROPS, known) + 1):
+        kept = known - dropped
+        if kept > len(messages):
+            continue
+        if kept == 0 or (
+            messages[kept - 1] is previous[kept - 1] and all(map(operator.is_, messages[:kept], previous))
+        ):
+            return kept
+    return None
 
 
 def _by_seq(seen: _Seen) -> int:
