@@ -72,7 +72,7 @@ from context_integrity.limits import MAX_NAMED_IN_REFUSAL, MAX_QUOTED_CHARS
 def read_rowset(value: object) -> ResultReading | None:
     """The reading when the one result reader calls ``value`` a rowset with rows, else ``None``."""
     reading = read_result(value)
-    return reading if reading.is_rowset and reading.rows else None
+    return reading if reading.is_rowset and reading.row_count else None
 
 
 TOOL = "host_group_mappings"

@@ -40,6 +40,7 @@ import decimal
 import fractions
 import math
 import numbers
+import operator
 import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
@@ -128,6 +129,12 @@ def _column_cells(reading: ResultReading, name: str) -> Callable[[], Iterable[ob
     clean path runs no Python bytecode per row. Other rows are read once,
     through :func:`_cell`, and the list is reused.
     """
+    if reading.fields is not None:
+        records = reading.records
+        if name not in reading.fields:
+            return lambda: repeat(_ABSENT, len(records))
+        at = operator.itemgetter(reading.fields.index(name))
+        return lambda: map(at, records)
     rows = reading.rows
     count = len(rows)
     if reading.plain:
@@ -293,6 +300,9 @@ def _floats_finite(values: list[object], value_types: set[type]) -> bool:
 _JUST_STR: Final[frozenset[type]] = frozenset({str})
 
 
+_DATE_SAMPLE: Final = 64
+
+
 def _strings_all_iso_dates(values: list[object]) -> bool:
     """True when every exact ``str`` among ``values`` is an ISO date, parsing each distinct one once, in C.
 
@@ -301,11 +311,16 @@ def _strings_all_iso_dates(values: list[object]) -> bool:
     does on every supported Python. A "no" only sends the strings to the
     exact per-value look.
     """
-    strings = set(compress(values, map(_JUST_STR.__contains__, map(type, values))))
-    if max(map(len, cast("set[str]", strings)), default=0) > MAX_ISO_DATE_CHARS:
+    found = list(compress(values, map(_JUST_STR.__contains__, map(type, values))))
+    strings: list[object] | set[object] = found
+    # Dates repeat in most columns (a year of days in 10,000 rows), and then parsing each distinct
+    # one once pays; all-distinct dates (timestamps) only pay for the set. A sample decides.
+    if len(found) > _DATE_SAMPLE and len(set(found[:_DATE_SAMPLE])) < _DATE_SAMPLE * 3 // 4:
+        strings = set(found)
+    if max(map(len, cast("list[str]", strings)), default=0) > MAX_ISO_DATE_CHARS:
         return False
     try:
-        deque(map(_dt.datetime.fromisoformat, cast("set[str]", strings)), maxlen=0)
+        deque(map(_dt.datetime.fromisoformat, cast("list[str]", strings)), maxlen=0)
     except Exception:  # any refusal to parse: let the per-value look decide each string
         return False
     return True
@@ -362,8 +377,15 @@ def _judge_column(reading: ResultReading, column: NormalizedColumn) -> ColumnVio
     values = cells()
     if not isinstance(values, list):
         values = list(values)
-    if column.type == "number" and float in suspect_types and _floats_finite(values, value_types):
-        suspect_types.discard(float)
+    if column.type == "number" and float in suspect_types:
+        if _floats_finite(values, value_types):
+            suspect_types.discard(float)
+        elif suspect_types == _JUST_FLOAT:
+            # Only plain floats are suspect, and some are NaN or infinite: those are the offenders,
+            # picked out in C, in row order, instead of walking every float in Python.
+            floats = list(compress(values, map(_JUST_FLOAT.__contains__, map(type, values))))
+            offenders = compress(floats, map(operator.not_, map(math.isfinite, floats)))
+            return _walk_column(offenders, column, of_rows=reading.row_count)
     elif column.type == "date" and str in suspect_types and _strings_all_iso_dates(values):
         suspect_types.discard(str)
     if not suspect_types:
@@ -372,7 +394,7 @@ def _judge_column(reading: ResultReading, column: NormalizedColumn) -> ColumnVio
         suspects: Iterable[object] = values
     else:
         suspects = compress(values, map(suspect_types.__contains__, map(type, values)))
-    return _walk_column(suspects, column, of_rows=len(reading.rows))
+    return _walk_column(suspects, column, of_rows=reading.row_count)
 
 
 def _walk_column(
@@ -422,12 +444,42 @@ def _walk_column(
     )
 
 
+def _plainly_clean(reading: ResultReading, declared: tuple[NormalizedColumn, ...]) -> list[bool] | None:
+    """For a plain rowset in which every row has every declared key: per column, whether its cell
+    types alone (or one finite sum of its numbers) prove it clean. ``None``: a key is missing.
+
+    Each column is one C-level pass (``map`` of the column's ``itemgetter``, made once per
+    declaration), with none of the general path's per-call set-up. It only ever answers "clean"
+    where :func:`_judge_column` would answer ``None``; every other column is left to it.
+    """
+    rows = reading.rows
+    clean: list[bool] = []
+    try:
+        for column in declared:
+            value_types = set(map(type, map(column.cell, rows)))
+            if value_types <= column.passes:
+                clean.append(True)
+            elif column.type == "number" and value_types <= _INT_AND_FLOAT:
+                try:
+                    clean.append(math.isfinite(sum(map(column.cell, rows), 0.0)))
+                except OverflowError:
+                    clean.append(False)
+            else:
+                clean.append(False)
+    except KeyError:  # some row lacks a key: the general path tells absent from mistyped
+        return None
+    return clean
+
+
 def _judge(
     reading: ResultReading, declared: tuple[NormalizedColumn, ...]
 ) -> tuple[list[tuple[NormalizedColumn, ColumnViolation]], list[NormalizedColumn]]:
     violations: list[tuple[NormalizedColumn, ColumnViolation]] = []
     missing: list[NormalizedColumn] = []
-    for column in declared:
+    clean = _plainly_clean(reading, declared) if reading.plain else None
+    for index, column in enumerate(declared):
+        if clean is not None and clean[index]:
+            continue
         verdict = _judge_column(reading, column)
         if verdict is None:
             continue
@@ -588,6 +640,13 @@ class ColumnTypeEncounter(Encounter):
     missing: list[str] = field(default_factory=list)
 
 
+# The encounters that carry nothing, made once: a clean result is the common call, and the judge
+# only reads an encounter. Never mutate their lists.
+_PASSED: Final = ColumnTypeEncounter(disposition=CHECKED_PASS)
+_UNREACHABLE_ENCOUNTER: Final = ColumnTypeEncounter(disposition=UNREACHABLE)
+_OUT_OF_SCOPE: Final = ColumnTypeEncounter(disposition=NOT_APPLICABLE)
+
+
 def column_types_of(
     reading: ResultReading,
     columns: tuple[NormalizedColumn, ...],
@@ -608,18 +667,18 @@ def column_types_of(
     mode other than ``"enforce"`` is ``"warn"``, the mode that changes nothing.
     """
     if reading.shape == "unreadable":
-        return ColumnTypeEncounter(disposition=UNREACHABLE)
-    if not reading.is_rowset or not reading.rows:
-        return ColumnTypeEncounter(disposition=NOT_APPLICABLE)
+        return _UNREACHABLE_ENCOUNTER
+    if not reading.is_rowset or not reading.row_count:
+        return _OUT_OF_SCOPE
     mode = "enforce" if mode == "enforce" else "warn"
     try:
         broken, missing = _judge(reading, columns)
     except Exception:  # a row's own __getitem__/__eq__ raised: we could not look
-        return ColumnTypeEncounter(disposition=UNREACHABLE)
+        return _UNREACHABLE_ENCOUNTER
     if not broken and not missing:
-        return ColumnTypeEncounter(disposition=CHECKED_PASS)
+        return _PASSED
 
-    of_rows = len(reading.rows)
+    of_rows = reading.row_count
     subject = tool_subject(tool_name)
     provenance = f"tool call {call_id}: the result as the tool returned it ({plural(of_rows, 'row')})"
 

@@ -6,14 +6,16 @@ defined: the column check only ever sees :class:`NormalizedColumn` tuples.
 
 from __future__ import annotations
 
+import builtins
 import datetime as _dt
 import decimal
 import fractions
+import operator
 import sys
 import types
 import typing
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, Union, get_args
 
 from .errors import refuse as _refuse
@@ -61,11 +63,23 @@ class ColumnDeclaration:
 
 @dataclass(frozen=True, slots=True)
 class NormalizedColumn:
-    """One declared column after normalisation: the only shape checks ever see."""
+    """One declared column after normalisation: the only shape checks ever see.
+
+    ``passes`` is decided here, once per declaration rather than once per call: the exact
+    classes whose every value is fine in this column (``None``'s among them when nullable).
+    """
 
     name: str
     type: ColumnType
     nullable: bool
+    passes: frozenset[builtins.type] = field(init=False, compare=False, repr=False)
+    # ``row[name]`` as a C-level callable, for reading the column out of plain dict rows.
+    cell: operator.itemgetter[Any] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        passes = ALWAYS_VALID_TYPES.get(self.type, frozenset())
+        object.__setattr__(self, "passes", passes | {type(None)} if self.nullable else passes)
+        object.__setattr__(self, "cell", operator.itemgetter(self.name))
 
 
 ColumnSpec: TypeAlias = "ColumnType | ColumnDeclaration | Mapping[str, Any]"
@@ -217,6 +231,9 @@ def columns_from_model(tool_name: str, model: type[BaseModel]) -> tuple[Normaliz
     return tuple(out)
 
 
+_NORMALIZED: Final = {NormalizedColumn}
+
+
 def normalize_columns(tool_name: str, columns: object) -> tuple[NormalizedColumn, ...]:
     """Validate ``columns`` and return it in one shape, in declaration order.
 
@@ -224,7 +241,7 @@ def normalize_columns(tool_name: str, columns: object) -> tuple[NormalizedColumn
     """
     if is_model_class(columns):
         return columns_from_model(tool_name, columns)  # type: ignore[arg-type]
-    if isinstance(columns, tuple) and columns and all(type(c) is NormalizedColumn for c in columns):
+    if type(columns) is tuple and columns and set(map(type, columns)) == _NORMALIZED:
         return columns  # already normalised: idempotent, so a contract's tuple can be handed back in
     if not isinstance(columns, Mapping):
         raise _refuse(

@@ -27,6 +27,7 @@ read (a ``Mapping`` whose ``__getitem__`` throws, a property that throws) is
 from __future__ import annotations
 
 import dataclasses
+import operator
 from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import islice
@@ -94,14 +95,25 @@ class ResultReading:
 
     For a rowset, ``rows`` holds each row as a mapping of column name to value:
     the caller's own mappings (a list of 10,000 dicts is not copied row by
-    row); only pydantic-model and dataclass rows are adapted, each into a fresh
+    row); pydantic-model rows and mixed rows are adapted, each into a fresh
     ``dict`` of its fields. ``plain`` is true when every row is exactly a
-    ``dict``, which lets the column check take its fastest path.
+    ``dict``, which lets the column check take its fastest path. Rows that
+    are all instances of one dataclass are not adapted: ``fields`` names its
+    fields and ``records`` holds each row's field values in that order, read
+    in one C-level pass, and ``rows`` is empty. ``row_count`` counts either.
     """
 
     shape: ResultShape
     rows: tuple[Mapping[str, object], ...] = ()
     plain: bool = False
+    # Rows of one dataclass type are read in one C-level pass into ``records``: per row, the tuple
+    # of its ``fields`` values in field order (no dict is built per row); ``rows`` is then empty.
+    fields: tuple[str, ...] | None = None
+    records: tuple[tuple[object, ...], ...] = ()
+
+    @property
+    def row_count(self) -> int:
+        return len(self.records) if self.fields is not None else len(self.rows)
 
     @property
     def is_rowset(self) -> bool:
@@ -110,7 +122,7 @@ class ResultReading:
     @property
     def empty(self) -> bool:
         """An absence, or a rowset of zero rows: the two shapes that say "found nothing"."""
-        return self.shape == "absence" or (self.shape == "rowset" and not self.rows)
+        return self.shape == "absence" or (self.shape == "rowset" and not self.row_count)
 
 
 OTHER: Final = ResultReading("other")
@@ -181,8 +193,28 @@ def _is_record(value: object) -> bool:
     return isinstance(value, tuple) and hasattr(type(value), "_fields")
 
 
+def _records(row_type: type, elements: tuple[object, ...]) -> ResultReading | None:
+    """Rows of one dataclass type, every field read in one C-level pass; ``None`` when a field is unset."""
+    names = tuple(f.name for f in dataclasses.fields(row_type))
+    if not names:
+        return None
+    getter = operator.attrgetter(*names)
+    try:
+        values = tuple(map(getter, elements))
+    except AttributeError:  # a field never set: the row-by-row read says "absent key" for it
+        return None
+    if len(names) == 1:
+        values = tuple((value,) for value in values)
+    return ResultReading("rowset", fields=names, records=values)
+
+
 def read_result(value: object) -> ResultReading:
     """Read a tool's own return value once: rowset, absence, other or unreadable. Never raises."""
+    if type(value) is list:
+        # The common result, a list of plain dicts, decided before anything else is asked.
+        elements: tuple[object, ...] = tuple(value)
+        if elements and set(map(type, elements)) == _PLAIN_ROWS:
+            return ResultReading("rowset", elements, plain=True)  # type: ignore[arg-type]
     if isinstance(value, Absence):
         return ABSENCE
     if not isinstance(value, (list, tuple)) or _is_record(value):
@@ -205,6 +237,10 @@ def read_result(value: object) -> ResultReading:
             plans[row_type] = plan
         if all(plan == "mapping" for plan in plans.values()):
             return ResultReading("rowset", elements)  # type: ignore[arg-type]
+        if len(plans) == 1 and "dataclass" in plans.values():
+            records = _records(next(iter(plans)), elements)
+            if records is not None:
+                return records
         field_names = {
             row_type: tuple(f.name for f in dataclasses.fields(row_type))
             for row_type, plan in plans.items()
