@@ -166,6 +166,8 @@ class Encounter:
         """The disposition of one kind of a check that files several kinds from one look."""
         if self.disposition in (NOT_APPLICABLE, UNREACHABLE):
             return self.disposition
+        if not self.findings:
+            return CHECKED_PASS
         return CHECKED_FAIL if any(f.kind == kind for f in self.findings) else CHECKED_PASS
 
 

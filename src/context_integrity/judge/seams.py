@@ -199,16 +199,18 @@ class RunJudge:
         arguments: Callable[[], Mapping[str, Any]] | Mapping[str, Any] | None = None,
     ) -> ToolVerdict:
         """Judge one finished tool call (the write seam). Never raises."""
-        self.note_work("write")
+        self.state.worked.add("write")
         verdict = ToolVerdict()
         seen = ToolResultSeen(tool_name, call_id, result, self.contracts.get(tool_name), arguments)
         for entry in self.armed["write"]:
             encounter = self._run(entry, entry.write, seen)
             if encounter is not None:
-                verdict.findings.extend(self._first_sightings(encounter.findings))
+                if encounter.findings:
+                    verdict.findings.extend(self._first_sightings(encounter.findings))
                 if encounter.refusal is not None and verdict.refusal is None:
                     verdict.refusal = encounter.refusal
-        self._bookkeep("recording a tool result", lambda: self.state.after_tool_result(seen))
+        if self.state.grounds:  # the grounding memory is kept only when a grounding check is armed
+            self._bookkeep("recording a tool result", lambda: self.state.after_tool_result(seen))
         self._bookkeep("recording an execution", lambda: self.state.after_result(seen))
         return verdict
 

@@ -106,7 +106,7 @@ class ToolScope:
     the current span is adopted when it is the host's span for this very tool.
     """
 
-    __slots__ = ("_held", "arguments", "call_id", "contract", "emitter", "inst", "judge", "span")
+    __slots__ = ("_held", "arguments", "call_id", "contract", "inst", "judge", "span")
 
     def __init__(
         self,
@@ -145,9 +145,9 @@ class ToolScope:
             },
             host=adopted,
             tool_name=contract.name,
+            search=False,
         )
         self.span = held.span
-        self.emitter = SpanEmitter(held.span, inst)
 
     def fail(self, error: BaseException) -> None:
         """The tool itself raised: record it, end the span; the caller re-raises it unchanged."""
@@ -164,8 +164,11 @@ class ToolScope:
             verdict = self.judge.judge_tool_result(
                 self.contract.name, self.call_id, result, arguments=self.arguments
             )
-            record_judge_errors(self.span, self.judge)
-            self.emitter.findings(verdict.findings, tool_name=self.contract.name, call_id=self.call_id)
+            if self.judge.internal_errors:
+                record_judge_errors(self.span, self.judge)
+            if verdict.findings:  # the emitter is made only for a call that has something to say
+                emitter = SpanEmitter(self.span, self.inst)
+                emitter.findings(verdict.findings, tool_name=self.contract.name, call_id=self.call_id)
             if self.inst is not None and self.inst.capture_content:
                 owned = self._held.owned
                 set_content(self.span, names.GEN_AI_TOOL_CALL_ARGUMENTS, dict(self.arguments()), owned=owned)

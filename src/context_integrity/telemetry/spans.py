@@ -165,6 +165,7 @@ def adopt_or_start(
     tool_name: str | None = None,
     parent: Context | None = None,
     activate: bool = True,
+    search: bool = True,
 ) -> HeldSpan:
     """Adopt the host's span for ``operation`` (see :func:`find_host_span`), or start ours.
 
@@ -172,7 +173,8 @@ def adopt_or_start(
     ``activate`` the held span is made current until :meth:`HeldSpan.detach` (a span found
     current already is). ``parent`` is where a span we start goes; the current context by default.
     """
-    adopted = find_host_span(operation, tool_name=tool_name, span=host)
+    # ``search=False``: the caller looked already, and ``host`` is what it found (or ``None``).
+    adopted = find_host_span(operation, tool_name=tool_name, span=host) if search else host
     if adopted is not None:
         token = None
         if activate and trace.get_current_span() is not adopted:
