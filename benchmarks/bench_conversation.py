@@ -40,7 +40,7 @@ import context_integrity as ci
 from _harness import Measure, ratio, show
 from context_integrity.contracts import define_contract
 from context_integrity.judge import ContractBook, Dials, RunJudge
-from context_integrity.protocol import Message, ModelResponse, RequestFrame, ToolCall, ToolDefinition
+from context_integrity.loop import Message, ModelResponse, RequestFrame, ToolCall, ToolDefinition
 
 PRODUCER, CONSUMER = "list_hosts", "hosts_by_wwpn"
 TOOLS = (ToolDefinition(PRODUCER), ToolDefinition(CONSUMER))

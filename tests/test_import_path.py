@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from context_integrity import ColumnDeclaration, normalize_columns
-from context_integrity.contracts import NormalizedColumn
+from context_integrity.contracts import ColumnDeclaration, NormalizedColumn, normalize_columns
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -43,10 +42,20 @@ def _modules_after(code: str) -> list[str]:
     return list(json.loads(out.stdout.splitlines()[-1]))
 
 
-def test_the_import_leaves_the_heavy_parts_unimported() -> None:
-    loaded = _modules_after("import context_integrity")
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import context_integrity",
+        "import context_integrity as ci\nci.setup, ci.tool, ci.run, ci.declare_tool",
+    ],
+    ids=["import", "first-names"],
+)
+def test_the_import_leaves_the_heavy_parts_unimported(code: str) -> None:
+    loaded = _modules_after(code)
     heavy = [m for m in loaded if any(m == k or m.startswith(k + ".") for k in KEPT_OFF_THE_IMPORT_PATH)]
     assert heavy == []
+    if "ci.setup" in code:  # the names really loaded what they name
+        assert "context_integrity.telemetry.setup" in loaded
 
 
 def test_a_pydantic_model_is_still_a_declaration_once_the_host_imports_pydantic() -> None:

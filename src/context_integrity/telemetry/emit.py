@@ -26,7 +26,7 @@ from ..loop import ExternalGrounding
 from ..text import bounded_json, clip, render_value
 from . import names
 from .attributes import finding_attributes
-from .setup import VERSION
+from .setup import instrumentation_version
 
 if TYPE_CHECKING:
     from ..judge import RunJudge
@@ -241,7 +241,7 @@ class SpanEmitter:
 
 def provenance(finding: Finding) -> dict[str, AttributeValue]:
     """Which evaluator filed a finding: the library version and the check's rule version."""
-    out: dict[str, AttributeValue] = {names.EVALUATOR_VERSION: VERSION}
+    out: dict[str, AttributeValue] = {names.EVALUATOR_VERSION: instrumentation_version()}
     rule = REGISTRY.rule_version(finding.kind)
     if rule is not None:
         out[names.EVALUATOR_RULE_VERSION] = rule
