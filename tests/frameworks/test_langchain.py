@@ -258,8 +258,9 @@ class TestDeclarations:
 
 
 class TestRun:
+    @pytest.mark.parametrize("mode", ["sync", "async"])
     def test_a_raising_tool_raises_unchanged_and_the_run_still_has_its_one_summary(
-        self, armed: Telemetry
+        self, armed: Telemetry, mode: str
     ) -> None:
         armed.configure(check_column_types="warn")
 
@@ -270,7 +271,10 @@ class TestRun:
 
         agent = create_agent(scripted(call("fragile", {"host_group": "a"}, "c1")), tools=[fragile])
         with pytest.raises(ValueError, match="array unreachable"):
-            agent.invoke({"messages": QUESTION})
+            if mode == "sync":
+                agent.invoke({"messages": QUESTION})
+            else:
+                asyncio.run(agent.ainvoke({"messages": QUESTION}))
         _, summary = one_run(armed)
         assert dict(summary.attributes or {})[names.RUN_OUTCOME] == "error"
         assert armed.one(names.tool_span_name("fragile")).status.status_code is StatusCode.ERROR

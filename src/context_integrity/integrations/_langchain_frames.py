@@ -152,17 +152,18 @@ class MessageCache:
 
 
 def frame(
-    request: Any, translate: Callable[[BaseMessage], Message] = message, model: str | None = None
+    request: Any, translate: Callable[[BaseMessage], Message] | None = message, model: str | None = None
 ) -> RequestFrame:
     """The request the model receives: system prompt, messages, the tools offered.
 
     Read at the innermost middleware, so every trimming and edit an outer one made is in it.
     The structured-output tools LangChain adds when it binds are not offered tools: the model's
-    "call" of one is the run's answer (the claim seam), not a tool call.
+    "call" of one is the run's answer (the claim seam), not a tool call. Without ``translate``
+    the messages are left out (no check will read them).
     """
     tools = tuple(d for d in (definition(t) for t in request.tools or ()) if d is not None)
     return RequestFrame(
-        messages=tuple(translate(m) for m in request.messages),
+        messages=tuple(translate(m) for m in request.messages) if translate is not None else (),
         system=request.system_prompt,
         tools=tools,
         model=model or model_name(request.model),

@@ -177,7 +177,10 @@ class ContextIntegrityMiddleware(AgentMiddleware[Any, Any, Any]):
             if record is None or record.closed:
                 return None
             record.open(request.tools or ())
-            frame = frames.frame(request, record.messages)
+            # The messages are translated only when a check at compose or choice will read them.
+            judge = record.run.judge
+            reads = judge is None or bool(judge.armed["compose"] or judge.armed["choice"])
+            frame = frames.frame(request, record.messages if reads else None)
             offered = frozenset(t.name for t in frame.tools)
             with record.lock:
                 call = record.run.request(frame)
