@@ -279,6 +279,25 @@ class TestRun:
         assert dict(summary.attributes or {})[names.RUN_OUTCOME] == "error"
         assert armed.one(names.tool_span_name("fragile")).status.status_code is StatusCode.ERROR
 
+    def test_a_model_that_raises_ends_its_chat_span_in_error_and_the_run_with_one_summary(
+        self, armed: Telemetry
+    ) -> None:
+        armed.configure(check_column_types="warn")
+
+        class Unreachable(ScriptedModel):
+            def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+                if self.received:
+                    raise ConnectionError("provider unreachable")
+                return super()._generate(messages, *args, **kwargs)
+
+        model = Unreachable(responses=[call("lun_mappings", {"host_group": "vdi-a"}, "c1")])
+        with pytest.raises(ConnectionError, match="provider unreachable"):
+            create_agent(model, tools=[lun_tool()]).invoke({"messages": QUESTION})
+        _, summary = one_run(armed)
+        assert dict(summary.attributes or {})[names.RUN_OUTCOME] == "error"
+        chats = [s for s in armed.finished() if s.name.startswith(names.OPERATION_CHAT)]
+        assert [s.status.status_code for s in chats] == [StatusCode.UNSET, StatusCode.ERROR]
+
     def test_a_ci_run_written_around_the_agent_doubles_nothing(self, armed: Telemetry) -> None:
         armed.configure(check_column_types="warn")
         model = scripted(call("lun_mappings", {"host_group": "vdi-a"}, "c1"), AIMessage(content="done"))
