@@ -511,3 +511,35 @@ def test_enforce_fails_closed_when_our_own_part_fails(
     (delivered,) = tool_messages(model.received[1])
     assert delivered.content == integration.UNJUDGED_REFUSAL.format(tool="lun_mappings")
     assert delivered.tool_call_id == "c1"
+
+
+def test_beside_openinference_one_trace_its_agent_and_tool_spans_adopted(armed: Telemetry) -> None:
+    try:
+        from openinference.instrumentation.langchain import LangChainInstrumentor
+    except ImportError:  # pragma: no cover - the test extra installs it
+        if os.environ.get("CI"):
+            raise
+        pytest.skip("openinference-instrumentation-langchain is not installed")
+    armed.configure(check_column_types="warn")
+    instrumentor = LangChainInstrumentor()
+    instrumentor.instrument(tracer_provider=armed.provider)
+    try:
+        model = scripted(call("lun_mappings", {"host_group": "vdi-a"}, "c1"), AIMessage(content="done"))
+        create_agent(model, tools=[lun_tool()], name="triage").invoke({"messages": QUESTION})
+    finally:
+        instrumentor.uninstrument()
+    spans = armed.finished()
+    assert len({s.context.trace_id for s in spans if s.context is not None}) == 1, "one trace"
+    assert not [s for s in spans if s.name.startswith(names.OPERATION_EXECUTE_TOOL)], (
+        "its TOOL span is the one"
+    )
+    assert not armed.named(names.run_span_name("triage")), "its agent span is the run span"
+    assert not [s for s in spans if s.name.startswith(names.OPERATION_CHAT)], (
+        "its model spans take the chat's"
+    )
+    (tool_span,) = [s for s in spans if s.name == "lun_mappings"]
+    assert kinds(tool_span) == ["column-type-mismatch"]
+    (summary,) = armed.summaries()
+    (root,) = [s for s in spans if s.name == "triage"]
+    assert summary.parent is not None and root.context is not None
+    assert summary.parent.span_id == root.context.span_id

@@ -10,6 +10,7 @@ configure hook, closes it when the agent's root run ends. Only imported by :mod:
 from __future__ import annotations
 
 import contextvars
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -50,7 +51,7 @@ class RunKeyState(AgentState[Any]):
 class AgentRun:
     """One invocation of an agent: the judge's run, the context it lives in, and its lock."""
 
-    def __init__(self, key: str, agent_name: str, question: str | None) -> None:
+    def __init__(self, key: str, agent_name: str, question: str | None, host_span: Any = None) -> None:
         self.key = key
         self.lock = threading.Lock()
         # The run is opened and closed inside this context, so the span and run it makes
@@ -58,7 +59,9 @@ class AgentRun:
         self.context = contextvars.copy_context()
         adopted = current_run() if enclosing.get() is None else None
         self.own = adopted is None
-        self.run: Run = adopted if adopted is not None else Run(question, agent_name=agent_name)
+        self.run: Run = (
+            adopted if adopted is not None else Run(question, agent_name=agent_name, host_span=host_span)
+        )
         self.opened = adopted is not None
         self.closed = False
         self.messages = frames.MessageCache()
@@ -165,13 +168,16 @@ class RunEnds(BaseCallbackHandler):
             while len(self._parents) > MAX_OPEN_HOST_RUNS:
                 self._parents.popitem(last=False)
 
-    def watch(self, node_run_id: Any, record: AgentRun) -> None:
+    def root_of(self, node_run_id: Any) -> Any:
+        """The agent's root run, for the run of our ``before_agent`` node (once)."""
         with self._lock:
-            root = self._parents.pop(node_run_id, None)
-            if root is not None:
-                self._watched[root] = record
-                while len(self._watched) > MAX_OPEN_HOST_RUNS:
-                    self._watched.pop(next(iter(self._watched)))
+            return self._parents.pop(node_run_id, None)
+
+    def watch(self, root_run_id: Any, record: AgentRun) -> None:
+        with self._lock:
+            self._watched[root_run_id] = record
+            while len(self._watched) > MAX_OPEN_HOST_RUNS:
+                self._watched.pop(next(iter(self._watched)))
 
     def _ended(self, run_id: Any, error: BaseException | None) -> None:
         if run_id not in self._watched:
@@ -216,3 +222,29 @@ def remove_run_ends() -> None:
         entry = _hook_entry()
         if entry is not None:
             lc_tracer_context._configure_hooks.remove(entry)
+
+
+# OpenInference's LangChain instrumentor, when the application installed it, traces every
+# LangChain run itself, but its spans are never made current: they are found by run id.
+_OPENINFERENCE: Final = "openinference.instrumentation.langchain"
+
+
+def openinference_span(run_id: Any = None) -> Any:
+    """OpenInference's span for ``run_id`` (else for the LangChain run we are inside), if it traces.
+
+    ``None`` unless the application imported and switched on its instrumentor: then our spans join
+    its trace, and its agent and tool spans are adopted rather than doubled.
+    """
+    if _OPENINFERENCE not in sys.modules:
+        return None
+    try:
+        from openinference.instrumentation.langchain import LangChainInstrumentor, get_current_span
+
+        instrumentor = LangChainInstrumentor()
+        if not instrumentor.is_instrumented_by_opentelemetry:
+            return None
+        span = instrumentor.get_span(run_id) if run_id is not None else get_current_span()
+        return span if span is not None and span.is_recording() else None
+    except Exception as ours:
+        record_internal_error(None, "finding OpenInference's LangChain span", ours)
+        return None

@@ -20,7 +20,9 @@ taken from a copy of the tool handed to LangChain, before LangChain turns it int
 enforce refusal is what that copy returns, so the model, the host's callbacks and its tool
 message all carry the refusal and no rows); claim is the final answer or the structured
 response. LangChain has no OpenTelemetry of its own, so the ``invoke_agent``, ``chat`` and
-``execute_tool`` spans are ours, one trace per run. Tool calls of one response run on threads
+``execute_tool`` spans are ours, one trace per run; where OpenInference's instrumentor traces
+LangChain, its agent, model-node and tool spans are adopted instead (found by run id: it never
+makes them current). Tool calls of one response run on threads
 (or tasks) at once: each run's judge is touched under its own lock.
 """
 
@@ -57,6 +59,7 @@ from ._langchain_runs import (
     RunKeyState,
     enclosing,
     install_run_ends,
+    openinference_span,
     record_of,
     remember,
     remove_run_ends,
@@ -135,12 +138,14 @@ class ContextIntegrityMiddleware(AgentMiddleware[Any, Any, Any]):
     def _begin(self, state: Any) -> dict[str, Any] | None:
         try:
             key = uuid.uuid4().hex
-            record = AgentRun(key, _agent_name(), _question(state))
-            remember(record)
             node = _node_run_id()
-            if node is not None:
-                install_run_ends()
-                RUN_ENDS.watch(node, record)
+            root = RUN_ENDS.root_of(node) if node is not None else None
+            host = openinference_span(root) if root is not None else None
+            record = AgentRun(key, _agent_name(), _question(state), host_span=host)
+            remember(record)
+            install_run_ends()
+            if root is not None:
+                RUN_ENDS.watch(root, record)
             return {STATE_KEY: key}
         except Exception as ours:
             record_internal_error(None, "opening a LangChain run", ours)
@@ -182,8 +187,11 @@ class ContextIntegrityMiddleware(AgentMiddleware[Any, Any, Any]):
             reads = judge is None or bool(judge.armed["compose"] or judge.armed["choice"])
             frame = frames.frame(request, record.messages if reads else None)
             offered = frozenset(t.name for t in frame.tools)
+            # Beside OpenInference: its span of this model node (its LLM span opens and ends
+            # inside the handler) takes the findings, rather than a second chat span of ours.
+            host = openinference_span()
             with record.lock:
-                call = record.run.request(frame)
+                call = record.run.request(frame, host_span=host)
             return record, call, offered
         except Exception as ours:
             record_internal_error(None, "reading a LangChain model request", ours)
@@ -330,8 +338,11 @@ def _open_scope(record: AgentRun, name: str, call: Any) -> ToolScope | None:
         contract = CONTRACTS.get(name) or define_contract(name)
         args = call.get("args")
         arguments = dict(args) if isinstance(args, dict) else {}
+        host = openinference_span()  # inside the tool's own run: OpenInference's TOOL span
         with record.lock:
-            return ToolScope(contract, lambda: arguments, run=record.run, call_id=call.get("id") or None)
+            return ToolScope(
+                contract, lambda: arguments, run=record.run, call_id=call.get("id") or None, host_span=host
+            )
     except Exception as ours:
         record_internal_error(None, "opening a LangChain tool span", ours)
         return None
