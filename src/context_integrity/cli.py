@@ -31,6 +31,14 @@ def _parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="print findings and the ledger per run from a recording")
     report.add_argument("file", nargs="?", help="an OTLP-JSON-lines recording (default: the local recording)")
     report.add_argument("-v", "--verbose", action="store_true", help="also print every witness")
+    report.add_argument(
+        "--find",
+        action="store_true",
+        help="answer as find_context_errors: findings, coverage and ledgers, from a recording, an "
+        "OTLP-JSON export, or a Jaeger or Tempo trace JSON",
+    )
+    report.add_argument("--kind", help="with --find: only findings of this kind")
+    report.add_argument("--limit", type=int, help="with --find: how many findings to list")
     return parser
 
 
@@ -53,6 +61,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .report import format_report
 
         path = args.file or str(default_recording_path())
+        if args.find or args.kind is not None or args.limit is not None:
+            from .report.find import find_context_errors
+
+            print(find_context_errors(path, kind=args.kind, limit=args.limit))
+            return 0
         try:
             recording = read_recording(path)
         except FileNotFoundError as error:

@@ -82,3 +82,11 @@ MAX_EVIDENCE_FORMS: Final = 200_000
 # parked at an interrupt, is closed when this many newer ones are open), and the host's
 # node runs it remembers while matching a run to the host's root run.
 MAX_OPEN_HOST_RUNS: Final = 1024
+
+# ``find_context_errors``: findings listed per answer by default, and at most (a model asking for
+# more gets this many and is told so), and the characters of each finding's message it quotes.
+FIND_DEFAULT_LIMIT: Final = 10
+FIND_MAX_LIMIT: Final = 25
+FIND_MESSAGE_CHARS: Final = 300
+# Runs whose ledger an answer prints (the most recent); the others are counted.
+FIND_MAX_LEDGERS: Final = 3

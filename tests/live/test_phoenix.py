@@ -317,3 +317,137 @@ def test_phoenix_ui_shows_the_ledger_on_the_summary_span(phoenix: Phoenix, deliv
     for field in ("checked", "findings", "not_applicable"):
         assert field in body, field
     assert Path(LEDGER_SCREENSHOT).stat().st_size > 10_000
+
+
+# ── Findings as span annotations ───────────────────────────────────────────────────────────────
+
+ANNOTATIONS_PROJECT = "ci-annotations"
+ANNOTATIONS_ARRIVE_TIMEOUT_S = 90  # Phoenix retries an annotation whose span is not in yet every 10 s
+ANNOTATIONS_SCREENSHOT = ARTIFACTS / "phoenix-annotations.png"
+
+
+@dataclass(frozen=True)
+class Annotated:
+    spans: dict[str, dict[str, Any]]  # by span name
+    annotations: list[dict[str, Any]]
+
+
+@pytest.fixture(scope="module")
+def annotated(phoenix: Phoenix) -> Iterator[Annotated]:
+    """An agent whose findings go to Phoenix twice: as span events over OTLP, and as annotations."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    import context_integrity as ci
+    from context_integrity.telemetry.setup import CONTRACTS
+
+    before = CONTRACTS.names()
+    provider = TracerProvider(resource=Resource.create({"openinference.project.name": ANNOTATIONS_PROJECT}))
+    provider.add_span_processor(
+        SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"{phoenix.base_url}/v1/traces"))
+    )
+    ci.shutdown()
+    ci.setup(
+        tracer_provider=provider,
+        meter_provider=MeterProvider(),
+        check_column_types="warn",
+        phoenix_annotations=phoenix.base_url,
+    )
+    try:
+
+        @ci.tool(result_columns={"size_gb": "number", "lun": "number"})
+        def disks() -> list[dict[str, str]]:
+            return [{"size_gb": "12", "lun": ""}]
+
+        @ci.tool(result_columns={"size_gb": "number"})
+        def volumes() -> list[dict[str, float]]:
+            return [{"size_gb": 7.0}]
+
+        with ci.run("which disks are mistyped?", agent_name="annotated"):
+            disks()
+            volumes()
+        assert ci.flush()
+    finally:
+        ci.shutdown()
+        provider.shutdown()
+        for name in CONTRACTS.names() - before:
+            CONTRACTS.forget(name)
+
+    def spans_in() -> dict[str, dict[str, Any]] | None:
+        spans = {s["name"]: s for s in _project_spans(phoenix, ANNOTATIONS_PROJECT)}
+        return spans if names.tool_span_name("disks") in spans and names.DISPOSITION_SPAN in spans else None
+
+    spans = wait_until(
+        spans_in,
+        timeout_s=SPANS_ARRIVE_TIMEOUT_S,
+        what="the annotated run's spans",
+        log=phoenix.service.log_tail(),
+    )
+    query = "&".join(f"span_ids={s['context']['span_id']}" for s in spans.values())
+
+    def annotations_in() -> list[dict[str, Any]] | None:
+        url = f"{phoenix.base_url}/v1/projects/{ANNOTATIONS_PROJECT}/span_annotations?{query}&limit=100"
+        found = list(http_json(url)["data"])
+        return found if len(found) >= 2 else None
+
+    annotations = wait_until(
+        annotations_in,
+        timeout_s=ANNOTATIONS_ARRIVE_TIMEOUT_S,
+        what="two finding annotations read back from Phoenix",
+        log=phoenix.service.log_tail(),
+    )
+    yield Annotated(spans=spans, annotations=annotations)
+
+
+def test_each_finding_reads_back_from_phoenix_as_a_code_annotation_on_its_span(annotated: Annotated) -> None:
+    from context_integrity.telemetry.phoenix import ANNOTATOR_KIND
+
+    disks = annotated.spans[names.tool_span_name("disks")]
+    findings = _findings(disks)
+    assert len(findings) == 2  # size_gb and lun, both column-type-mismatch
+    assert len(annotated.annotations) == 2  # one per finding: their identifiers keep them apart
+    by_explanation = {a["result"]["explanation"]: a for a in annotated.annotations}
+    for finding in findings:
+        annotation = by_explanation[finding[names.FINDING_MESSAGE]]
+        assert annotation["span_id"] == disks["context"]["span_id"]
+        assert annotation["name"] == names.PHOENIX_ANNOTATION_NAME
+        assert annotation["annotator_kind"] == ANNOTATOR_KIND
+        assert annotation["result"]["label"] == COLUMN_TYPE_MISMATCH == finding[names.FINDING_KIND]
+        assert annotation["metadata"][names.EVALUATOR_RULE_VERSION] == finding[names.EVALUATOR_RULE_VERSION]
+        assert annotation["metadata"][names.EVALUATOR_VERSION] == finding[names.EVALUATOR_VERSION]
+    assert len({a["identifier"] for a in annotated.annotations}) == 2
+
+
+def test_phoenix_ui_shows_the_findings_annotations_on_the_span(
+    phoenix: Phoenix, annotated: Annotated
+) -> None:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        missing("the playwright Python package", "pip install playwright (the test extra has it)")
+    if not CHROMIUM_BIN.exists():
+        missing(str(CHROMIUM_BIN), "the Debian chromium package")
+
+    disks = annotated.spans[names.tool_span_name("disks")]
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM_BIN), headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1600, "height": 1200})
+            page.set_default_timeout(UI_TIMEOUT_MS)
+            page.goto(f"{phoenix.base_url}/redirects/spans/{disks['context']['span_id']}")
+            # The trace tree shows each span's annotations by name, with their mean score.
+            page.get_by_text(names.PHOENIX_ANNOTATION_NAME).first.wait_for()
+            page.get_by_role("tab", name=re.compile(r"^Events")).first.wait_for()  # the span's pane is in
+            page.screenshot(path=str(ANNOTATIONS_SCREENSHOT), full_page=True)
+            body = page.inner_text("body")
+        finally:
+            browser.close()
+
+    assert names.PHOENIX_ANNOTATION_NAME in body
+    assert Path(ANNOTATIONS_SCREENSHOT).stat().st_size > 10_000

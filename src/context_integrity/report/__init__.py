@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .find import call_tool, find_context_errors, tool_definition
 from .text import format_report
 
-__all__ = ["format_report"]
+__all__ = ["call_tool", "find_context_errors", "format_report", "tool_definition"]

@@ -185,3 +185,7 @@ def evaluation_name(kind: str) -> str:
 # library version and which version of the check's rule filed it.
 EVALUATOR_VERSION: Final = f"{_NS}.evaluator.version"
 EVALUATOR_RULE_VERSION: Final = f"{_NS}.evaluator.rule_version"
+
+# ── Phoenix span annotations (opt-in: setup(phoenix_annotations=url)) ───
+# One annotation name for every finding, so Phoenix shows them in one column, labelled by kind.
+PHOENIX_ANNOTATION_NAME: Final = f"{_NS}.finding"

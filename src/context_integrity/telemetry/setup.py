@@ -275,6 +275,7 @@ def _build(
     recording_path: str | os.PathLike[str] | None,
     log_events: bool,
     evaluation_events: bool,
+    phoenix_annotations: str | None,
     capture_content: bool,
     tracer_provider: Any | None,
     meter_provider: Any | None,
@@ -336,6 +337,11 @@ def _build(
             "context_integrity: the tracer provider is not an OpenTelemetry SDK provider, so runs "
             "will carry no disposition summary span."
         )
+    if phoenix_annotations is not None and hasattr(provider, "add_span_processor"):
+        from .phoenix import phoenix_annotation_processor
+
+        provider.add_span_processor(phoenix_annotation_processor(phoenix_annotations))
+        where.append(f"findings are also posted to Phoenix at {phoenix_annotations} as span annotations")
 
     # ── metrics ──
     from opentelemetry.sdk.metrics import MeterProvider as SdkMeterProvider
@@ -458,6 +464,7 @@ def setup(
     recording_path: str | os.PathLike[str] | None = None,
     log_events: bool = False,
     evaluation_events: bool = False,
+    phoenix_annotations: str | None = None,
     capture_content: bool = False,
     tracer_provider: Any | None = None,
     meter_provider: Any | None = None,
@@ -486,6 +493,13 @@ def setup(
     ):
         if not isinstance(given, bool):
             raise SetupError(f"{flag} must be a boolean (got {type(given).__name__}).")
+    if phoenix_annotations is not None and not (
+        isinstance(phoenix_annotations, str) and phoenix_annotations.startswith(("http://", "https://"))
+    ):
+        raise SetupError(
+            f"phoenix_annotations must be Phoenix's base URL, such as 'http://localhost:6006' "
+            f"(got {phoenix_annotations!r:.200})."
+        )
     with _lock:
         if _state is not None:
             _state.dials = validated
@@ -500,6 +514,7 @@ def setup(
             recording_path=recording_path,
             log_events=log_events,
             evaluation_events=evaluation_events,
+            phoenix_annotations=phoenix_annotations,
             capture_content=capture_content,
             tracer_provider=tracer_provider,
             meter_provider=meter_provider,
