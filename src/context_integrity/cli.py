@@ -37,6 +37,9 @@ def _parser() -> argparse.ArgumentParser:
         help="answer as find_context_errors: findings, coverage and ledgers, from a recording, an "
         "OTLP-JSON export, or a Jaeger or Tempo trace JSON",
     )
+    report.add_argument(
+        "--html", metavar="OUT", help="write the report as one self-contained HTML page to OUT"
+    )
     report.add_argument("--kind", help="with --find: only findings of this kind")
     report.add_argument("--limit", type=int, help="with --find: how many findings to list")
     return parser
@@ -71,6 +74,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         except FileNotFoundError as error:
             print(f"context-integrity report: {error}", file=sys.stderr)
             return 2
+        if args.html:
+            from pathlib import Path
+
+            from .report.html import format_html
+
+            Path(args.html).write_text(format_html(recording), encoding="utf-8")
+            print(f"context-integrity report: wrote {args.html}")
+            return 0
         try:
             print(format_report(recording, verbose=args.verbose))
         except BrokenPipeError:  # `report | head` closed the pipe: not an error

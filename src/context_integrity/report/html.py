@@ -1,0 +1,227 @@
+"""The HTML report of a recording: one self-contained page (no script, no network, no external asset).
+
+Per run: its tool and model calls as a timeline, each finding with its message beside its
+witnesses, and the ledger as a table in which never-ran and unreachable rows stand out. Across
+runs: findings per kind and per tool as bar charts. Every recorded string is escaped.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timezone
+from html import escape
+from typing import Final
+
+from ..ledger import ROW_FIELDS
+from ..recording.model import FindingRecord, Recording, RunRecord, ToolCallRecord, row_untouched
+from ..telemetry import names
+from ..telemetry.schema import COUNT_FIELDS, LAST_FIRED_FIELD
+from ..text import plural
+
+_STYLE: Final = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 0; color: #1d232b; background: #f6f7f9; }
+header, main { max-width: 1200px; margin: 0 auto; padding: 16px 24px; }
+header { border-bottom: 1px solid #d9dde3; background: #fff; max-width: none; }
+h1 { font-size: 20px; margin: 0 0 4px; } h2 { font-size: 17px; margin: 28px 0 8px; }
+h3 { font-size: 15px; margin: 18px 0 6px; }
+section.run, section.summary { background: #fff; border: 1px solid #d9dde3; border-radius: 6px;
+  padding: 8px 18px 16px; margin: 16px 0; }
+.muted { color: #5b6572; } code { font: 12px ui-monospace, monospace; }
+table { border-collapse: collapse; width: 100%; margin: 6px 0; }
+th, td { border-bottom: 1px solid #e4e7eb; padding: 4px 8px; text-align: left; vertical-align: top; }
+th { background: #f0f2f5; font-weight: 600; } td.n { text-align: right; font-variant-numeric: tabular-nums; }
+tr.never-ran td { background: #fde2e1; font-weight: 600; } tr.unreachable td { background: #fff1cc; }
+tr.fired td.findings { color: #b42318; font-weight: 700; }
+.flag { display: inline-block; font-size: 11px; font-weight: 700; padding: 1px 6px; border-radius: 8px;
+  background: #b42318; color: #fff; margin-left: 6px; } .flag.warn { background: #b54708; }
+.flag.adv { background: #5b6572; }
+.timeline { position: relative; border-left: 1px solid #c4cad3; margin: 6px 0 10px; }
+.lane { position: relative; height: 22px; margin: 3px 0; }
+.bar { position: absolute; height: 18px; top: 2px; min-width: 3px; border-radius: 3px; background: #4c78a8;
+  color: #fff; font-size: 11px; line-height: 18px; padding: 0 4px; white-space: nowrap; overflow: visible; }
+.bar.chat { background: #72b7b2; } .bar.err { background: #e45756; } .bar.found { outline: 2px solid #b42318; }
+.finding { display: grid; grid-template-columns: minmax(260px, 1fr) minmax(320px, 1.3fr); gap: 14px;
+  border: 1px solid #f1c4c0; border-left: 4px solid #b42318; border-radius: 4px; padding: 8px 12px;
+  margin: 8px 0; background: #fffafa; } .finding.advisory { border-color: #d0d5dd; border-left-color: #5b6572;
+  background: #fcfcfd; }
+.finding .what { font-weight: 600; } .finding p { margin: 4px 0; }
+.chart .row { display: grid; grid-template-columns: 260px 1fr 40px; align-items: center; gap: 8px; margin: 3px 0; }
+.chart .fill { height: 14px; background: #b42318; border-radius: 2px; } .chart .fill.tool { background: #4c78a8; }
+"""
+
+
+def _e(value: object) -> str:
+    return escape("" if value is None else str(value), quote=True)
+
+
+def _when(nanos: int | None) -> str:
+    if nanos is None:
+        return "-"
+    return datetime.fromtimestamp(nanos / 1e9, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _last_fired(value: object) -> str:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return datetime.fromtimestamp(value / 1000, tz=timezone.utc).strftime("%H:%M:%S.%f")[:-3]
+    return "-"
+
+
+def _timeline(run: RunRecord) -> str:
+    calls = sorted([*run.tool_calls, *run.other_calls], key=lambda c: c.start_time_unix_nano or 0)
+    start, end = run.start_time_unix_nano, run.end_time_unix_nano
+    if not calls or start is None or end is None or end <= start:
+        return '<p class="muted">No calls with timings were recorded under this run.</p>'
+    span = end - start
+    lanes = []
+    for call in calls:
+        left = max(0.0, ((call.start_time_unix_nano or start) - start) / span * 100)
+        width = max(
+            0.4, ((call.end_time_unix_nano or end) - (call.start_time_unix_nano or start)) / span * 100
+        )
+        classes = ["bar"]
+        if call.operation == names.OPERATION_CHAT:
+            classes.append("chat")
+        if call.status == "ERROR":
+            classes.append("err")
+        if call.findings:
+            classes.append("found")
+        label = call.name + (f" · {plural(len(call.findings), 'finding')}" if call.findings else "")
+        lanes.append(
+            f'<div class="lane"><div class="{" ".join(classes)}" style="left:{left:.2f}%;width:{width:.2f}%" '
+            f'title="{_e(call.name)} ({_e(call.status)})">{_e(label)}</div></div>'
+        )
+    return f'<div class="timeline" aria-label="timeline">{"".join(lanes)}</div>'
+
+
+def _witness_table(finding: FindingRecord) -> str:
+    if not finding.witnesses:
+        return '<p class="muted">No witness was recorded with this finding.</p>'
+    head = "".join(f"<th>{_e(f)}</th>" for f in names.WITNESS_FIELDS)
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{_e(w.get(f, ''))}</td>" for f in names.WITNESS_FIELDS) + "</tr>"
+        for w in finding.witnesses
+    )
+    return f'<table class="witnesses"><tr>{head}</tr>{rows}</table>'
+
+
+def _finding(finding: FindingRecord) -> str:
+    where = [f"{finding.kind} @{finding.seam}"]
+    if finding.tool_name:
+        where.append(f"tool {finding.tool_name}")
+    if finding.call_id:
+        where.append(f"call {finding.call_id}")
+    tag = '<span class="flag adv">advisory</span>' if finding.advisory else ""
+    subjects = f'<p class="muted">about: {_e(", ".join(finding.subjects))}</p>' if finding.subjects else ""
+    return (
+        f'<div class="finding{" advisory" if finding.advisory else ""}">'
+        f'<div><p class="what">{_e(" · ".join(where))}{tag}</p><p>{_e(finding.message)}</p>{subjects}'
+        f'<p class="muted">span <code>{_e(finding.span_id)}</code> {_e(finding.span_name)}</p></div>'
+        f"<div>{_witness_table(finding)}</div></div>"
+    )
+
+
+def _ledger(run: RunRecord) -> str:
+    if run.ledger is None:
+        return '<p><span class="flag">no ledger</span> No disposition summary was recorded for this run.</p>'
+    head = "".join(f"<th>{_e(f.replace('_', ' '))}</th>" for f in ROW_FIELDS)
+    body = []
+    for row in run.ledger:
+        classes = []
+        note = ""
+        if run.work_existed and row_untouched(row):
+            classes.append("never-ran")
+            note = '<span class="flag">registered but never ran</span>'
+        elif isinstance(row.get("unreachable"), int) and row.get("unreachable"):
+            classes.append("unreachable")
+            note = '<span class="flag warn">unreachable: silent, not clean</span>'
+        if isinstance(row.get("findings"), int) and row.get("findings"):
+            classes.append("fired")
+        cells = []
+        for field in ROW_FIELDS:
+            value = row.get(field)
+            if field == LAST_FIRED_FIELD:
+                cells.append(f"<td>{_e(_last_fired(value))}</td>")
+            elif field in COUNT_FIELDS:
+                extra = " findings" if field == "findings" else ""
+                cells.append(f'<td class="n{extra}">{_e(0 if value is None else value)}</td>')
+            else:
+                cells.append(f"<td>{_e(value)}{note if field == 'seam' else ''}</td>")
+        body.append(f'<tr class="{" ".join(classes)}">{"".join(cells)}</tr>')
+    existed = {True: "yes", False: "no", None: "?"}[run.work_existed]
+    return (
+        f'<p class="muted">posture {_e(run.posture or "?")} · work existed: {existed} · '
+        f'outcome {_e(run.outcome or "?")}</p><table class="ledger"><tr>{head}</tr>{"".join(body)}</table>'
+    )
+
+
+def _run(index: int, run: RunRecord) -> str:
+    findings = (
+        "".join(_finding(f) for f in run.findings)
+        or '<p class="muted">No findings were filed in this run.</p>'
+    )
+    return (
+        f'<section class="run" id="run-{index}"><h2>Run {index}: {_e(run.agent)}</h2>'
+        f'<p class="muted">trace <code>{_e(run.trace_id)}</code> · started {_e(_when(run.start_time_unix_nano))} · '
+        f"{plural(len(run.tool_calls), 'tool call')} · {plural(len(run.findings), 'finding')}</p>"
+        f"<h3>Timeline</h3>{_timeline(run)}<h3>Findings</h3>{findings}<h3>Ledger</h3>{_ledger(run)}</section>"
+    )
+
+
+def _chart(title: str, counts: Mapping[str, int], css: str) -> str:
+    if not counts:
+        return f'<h3>{_e(title)}</h3><p class="muted">Nothing to chart: no findings were filed.</p>'
+    top = max(counts.values())
+    rows = "".join(
+        f'<div class="row"><span>{_e(label)}</span><div class="fill {css}" style="width:{count / top * 100:.1f}%">'
+        f"</div><span>{count}</span></div>"
+        for label, count in sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    )
+    return f'<h3>{_e(title)}</h3><div class="chart">{rows}</div>'
+
+
+def _all_findings(recording: Recording) -> Iterable[FindingRecord]:
+    yield from (f for run in recording.runs for f in run.findings)
+    yield from (f for call in recording.loose_calls for f in call.findings)
+
+
+def _loose(calls: list[ToolCallRecord]) -> str:
+    if not calls:
+        return ""
+    items = "".join(_finding(f) for call in calls for f in call.findings)
+    return (
+        f'<section class="run"><h2>Calls outside any run ({len(calls)})</h2>'
+        f"{items or '<p class=muted>No findings.</p>'}</section>"
+    )
+
+
+def format_html(recording: Recording, *, title: str = "context-integrity report") -> str:
+    """The recording as one self-contained HTML page."""
+    every = list(_all_findings(recording))
+    by_kind = Counter(f.kind for f in every if f.kind)
+    by_tool = Counter(f.tool_name or "(no tool)" for f in every)
+    never_ran = sum(len(run.never_ran()) for run in recording.runs)
+    problems = "".join(f"<li>{_e(p)}</li>" for p in recording.problems)
+    summary = (
+        f"{plural(len(recording.runs), 'run')} · {plural(len(every), 'finding')} · "
+        f"{plural(never_ran, 'never-ran row')} · {plural(len(recording.problems), 'problem')}"
+    )
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        # Nothing may load from anywhere: the page is read offline, attached to a ticket, opened in CI.
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"
+        f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>"
+        f'<header><h1>{_e(title)}</h1><p class="muted">{_e(recording.source or "")}</p>'
+        f'<p id="summary">{_e(summary)}</p></header><main>'
+        f'<section class="summary"><h2>Across runs</h2>{_chart("Findings by kind", by_kind, "")}'
+        f"{_chart('Findings by tool', by_tool, 'tool')}</section>"
+        + "".join(_run(i, run) for i, run in enumerate(recording.runs, start=1))
+        + _loose(recording.loose_calls)
+        + (
+            f'<section class="run"><h2>Problems reading the recording</h2><ul>{problems}</ul></section>'
+            if problems
+            else ""
+        )
+        + "</main></body></html>\n"
+    )
