@@ -18,9 +18,10 @@ The laws under test:
 from __future__ import annotations
 
 import base64
-import io
 import json
-from collections.abc import Iterator
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -204,16 +205,17 @@ def test_a_collector_file_export_reads_like_the_recording(formats: dict[str, Pat
 
 
 def test_the_demo_reads_back_with_its_findings_and_ledgers(tmp_path: Path) -> None:
-    from context_integrity import demo
-
     recording = tmp_path / "demo.jsonl"
-    ci.shutdown()
-    try:
-        ci.setup(recording_path=recording)
-        demo.main(io.StringIO(), ("warn", "enforce"))
-        assert ci.flush()
-    finally:
-        ci.shutdown()
+    # A process of its own: the global tracer provider can be set once per process.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src")
+    subprocess.run(
+        [sys.executable, "-m", "context_integrity.cli", "demo", "--recording", str(recording)],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     answer = find_context_errors(recording, limit=FIND_MAX_LIMIT)
     read = read_recording(recording)
     filed = [f for run in read.runs for f in run.findings]
@@ -225,15 +227,32 @@ def test_the_demo_reads_back_with_its_findings_and_ledgers(tmp_path: Path) -> No
 
 # ── (b) unanswerable kinds ──────────────────────────────────────────────
 
+UNBUILT = "duplicate-execution"
 
-def test_a_kind_no_check_can_file_is_unanswerable_before_evidence_is_read(tmp_path: Path) -> None:
-    unfilable = [k for k in KINDS if k not in filable_kinds()]
-    assert "duplicate-execution" in unfilable
-    for source in (tmp_path / "missing.jsonl",):
-        answer = find_context_errors(source, kind="duplicate-execution")
-        assert answer.startswith("find_context_errors: ⚠ UNANSWERABLE: 'duplicate-execution'")
+
+@pytest.fixture
+def unbuilt(monkeypatch: pytest.MonkeyPatch) -> str:
+    """A build in which no check files duplicate-execution (as before its check landed)."""
+    kept = tuple(e for e in REGISTRY.entries if all(row.check != UNBUILT for row in e.rows))
+    monkeypatch.setattr(REGISTRY, "_entries", kept)
+    assert UNBUILT not in filable_kinds()
+    return UNBUILT
+
+
+def test_a_kind_no_check_can_file_is_unanswerable_before_evidence_is_read(
+    unbuilt: str, tmp_path: Path, formats: dict[str, Path]
+) -> None:
+    assert unbuilt in KINDS
+    for source in (tmp_path / "missing.jsonl", formats["recording"]):
+        answer = find_context_errors(source, kind=unbuilt)
+        assert answer.startswith(f"find_context_errors: ⚠ UNANSWERABLE: {unbuilt!r}")
         assert "silence about it is not evidence of its absence" in answer
         assert ", ".join(filable_kinds()) in answer
+
+
+def test_a_kind_a_check_can_file_is_answered(formats: dict[str, Path]) -> None:
+    for kind in filable_kinds():
+        assert "UNANSWERABLE" not in find_context_errors(formats["recording"], kind=kind)
 
 
 def test_an_unknown_word_is_not_a_defect_class(formats: dict[str, Path]) -> None:
@@ -396,31 +415,28 @@ def test_advisories_are_listed_and_counted_apart(tmp_path: Path) -> None:
 # ── (g) the tool definition ─────────────────────────────────────────────
 
 
-@pytest.fixture
-def duplicate_execution_check() -> Iterator[RegisteredCheck]:
-    entry = RegisteredCheck(
-        "fake duplicate execution",
-        rows=(CheckId("duplicate-execution", "choice"),),
-        choice=lambda state, seen: Encounter(disposition=CHECKED_PASS),
-    )
-    REGISTRY.register(entry)
-    yield entry
-    REGISTRY.unregister(entry)
-
-
-def test_the_tool_schema_offers_only_the_kinds_a_check_can_file() -> None:
+def test_the_tool_schema_offers_only_the_kinds_a_check_can_file(unbuilt: str) -> None:
     definition = tool_definition()
     schema = definition["input_schema"]
     assert definition["name"] == "find_context_errors"
     assert schema["properties"]["kind"]["enum"] == list(REGISTRY.filable_kinds())
-    assert "duplicate-execution" not in schema["properties"]["kind"]["enum"]
-    assert "duplicate-execution" in definition["description"]
+    assert unbuilt not in schema["properties"]["kind"]["enum"]
+    assert f"No check in this build can file: {unbuilt}." in definition["description"]
     assert schema["additionalProperties"] is False
     assert schema["properties"]["limit"]["maximum"] == FIND_MAX_LIMIT
 
 
-def test_a_newly_registered_check_joins_the_menu(duplicate_execution_check: RegisteredCheck) -> None:
-    assert "duplicate-execution" in tool_definition()["input_schema"]["properties"]["kind"]["enum"]
+def test_a_newly_registered_check_joins_the_menu(unbuilt: str) -> None:
+    entry = RegisteredCheck(
+        "fake check",
+        rows=(CheckId(unbuilt, "choice"),),
+        choice=lambda state, seen: Encounter(disposition=CHECKED_PASS),
+    )
+    REGISTRY.register(entry)
+    try:
+        assert unbuilt in tool_definition()["input_schema"]["properties"]["kind"]["enum"]
+    finally:
+        REGISTRY.unregister(entry)
 
 
 def test_the_tool_answers_its_calls_and_refuses_unknown_arguments(formats: dict[str, Path]) -> None:
@@ -440,5 +456,5 @@ def test_report_find_prints_the_same_answer(
     for path in formats.values():
         assert cli.main(["report", "--find", str(path)]) == 0
         assert capsys.readouterr().out.rstrip("\n") == find_context_errors(path)
-    assert cli.main(["report", "--kind", "duplicate-execution", str(formats["jaeger"])]) == 0
-    assert "UNANSWERABLE" in capsys.readouterr().out
+    assert cli.main(["report", "--kind", "not-a-kind", str(formats["jaeger"])]) == 0
+    assert "'not-a-kind' is not a defect class" in capsys.readouterr().out

@@ -9,17 +9,15 @@ test artifact.
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import pytest
 
-import context_integrity as ci
-from context_integrity import cli, demo
+from context_integrity import cli
 from context_integrity.judge import REGISTERED_CHECKS
 from context_integrity.recording import read_recording
 
-from ._services import ARTIFACTS, CHROMIUM_BIN, missing
+from ._services import ARTIFACTS, CHROMIUM_BIN, library_env, missing, run_demo
 
 pytestmark = pytest.mark.live
 
@@ -31,13 +29,8 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 def page_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     where = tmp_path_factory.mktemp("html")
     recording = where / "demo.jsonl"
-    ci.shutdown()
-    try:
-        ci.setup(recording_path=recording)
-        demo.main(io.StringIO(), ("warn", "enforce"))
-        assert ci.flush()
-    finally:
-        ci.shutdown()
+    # A process of its own: the global tracer provider can be set once per process.
+    run_demo(library_env(CONTEXT_INTEGRITY_RECORDING=str(recording)))
     out = where / "report.html"
     assert cli.main(["report", "--html", str(out), str(recording)]) == 0
     return recording, out
