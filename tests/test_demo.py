@@ -1,14 +1,17 @@
-"""The demo is the main job: it must run on a fresh machine and show the three field failures.
+"""The demo is the main job: it must run on a fresh machine and show what the checks catch.
 
-The laws under test: `context-integrity demo` exits 0 with no network; its warn run files the LUN
-'' and the quoted-numbers findings and passes the 0.0 GB disk, saying why (the ceiling); its
-enforce run hands the model refusal sentences; and its recording round-trips through
-`context-integrity report` with both runs, their findings and their ledgers.
+The laws under test: `context-integrity demo --only column-types` exits 0 with no network; its warn
+run files the LUN '' and the quoted-numbers findings and passes the 0.0 GB disk, saying why (the
+ceiling); its enforce run hands the model refusal sentences; and its recording round-trips through
+`context-integrity report` with both runs, their findings and their ledgers. `context-integrity demo`
+tells the whole family's story in one run: every built check files its finding once, each printed
+in one line, and every ledger row is checked at least once; its recording round-trips too.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from context_integrity import COLUMN_TYPE_CEILING
+from context_integrity.findings import KINDS
 from context_integrity.judge import REGISTERED_CHECKS
 from context_integrity.recording import read_recording
 
@@ -39,7 +43,7 @@ def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
     recording = tmp_path_factory.mktemp("demo") / "recording.otlp.jsonl"
-    result = _cli("demo", env={"CONTEXT_INTEGRITY_RECORDING": str(recording)})
+    result = _cli("demo", "--only", "column-types", env={"CONTEXT_INTEGRITY_RECORDING": str(recording)})
     return result, recording
 
 
@@ -91,3 +95,68 @@ def test_the_recording_round_trips_through_report(
     assert report.returncode == 0, report.stderr
     assert report.stdout.count("agent storage-triage") == 2
     assert "host_group_mappings" in report.stdout
+
+
+# ── the whole family ─────────────────────────────────────────────────────
+
+FAMILY_FINDINGS = [
+    ("invariant-violation", "wire", "trace_eval"),
+    ("column-type-mismatch", "write", "host_group_mappings"),
+    ("column-type-mismatch", "write", "port_counters"),
+    ("column-type-mismatch", "write", "port_counters"),
+    ("missing-column", "write", "array_volumes"),
+    ("empty-lookup", "write", "hosts_by_wwpn"),
+    ("dangling-reference", "compose", "host_paths"),
+    ("unsupported-argument", "choice", "host_paths"),
+    ("invariant-violation", "compose", "ticketing-mcp"),
+    ("duplicate-execution", "choice", "provision_disk"),
+    ("unsupported-claim", "claim", "fc1/3"),
+    ("prior-turn-evidence", "claim", "final"),
+]
+
+
+@pytest.fixture(scope="module")
+def family_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
+    recording = tmp_path_factory.mktemp("family") / "recording.otlp.jsonl"
+    result = _cli("demo", env={"CONTEXT_INTEGRITY_RECORDING": str(recording)})
+    return result, recording
+
+
+def test_the_family_demo_prints_each_finding_in_one_line(
+    family_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    result, _ = family_run
+    assert result.returncode == 0, result.stderr
+    printed = []
+    for line in result.stdout.splitlines():
+        m = re.match(r"- (\S+) @(\S+) on ([^,:\s]+)", line)
+        if m:
+            printed.append((m.group(1), m.group(2), m.group(3)))
+    assert printed == FAMILY_FINDINGS
+    assert {kind for kind, _, _ in printed} == set(KINDS)  # every kind the vocabulary names
+
+
+def test_the_family_ledger_has_every_row_checked_at_least_once(
+    family_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    result, _ = family_run
+    rows = {}
+    for line in result.stdout.splitlines():
+        cells = line.split()
+        if len(cells) == 6 and all(cell.isdigit() for cell in cells[2:]):
+            rows[(cells[0], cells[1])] = tuple(int(cell) for cell in cells[2:])
+    assert list(rows) == [(c.check, c.seam) for c in REGISTERED_CHECKS]
+    assert all(checked >= 1 for checked, *_ in rows.values()), rows
+    assert "every row of the family was checked at least once." in result.stdout
+
+
+def test_the_family_recording_round_trips_with_each_finding_on_its_span(
+    family_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    (agent_run,) = read_recording(family_run[1]).runs
+    assert agent_run.outcome == "ok" and agent_run.never_ran() == []
+    spans = {(f.kind, f.seam): f.span_name for f in agent_run.findings}
+    assert spans[("duplicate-execution", "choice")].startswith("chat ")
+    assert spans[("invariant-violation", "wire")].startswith("chat ")
+    assert spans[("unsupported-claim", "claim")].startswith("invoke_agent ")
+    assert spans[("missing-column", "write")] == "execute_tool array_volumes"

@@ -15,13 +15,18 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser(
         "demo",
-        help="run a scripted agent that reproduces three field failures (no network, no key)",
+        help="run a scripted agent whose story trips every check once (no network, no key)",
+    )
+    demo.add_argument(
+        "--only",
+        choices=("column-types",),
+        help="only the short column-types demo: three field failures, in warn then enforce",
     )
     demo.add_argument(
         "--mode",
         choices=("warn", "enforce", "both"),
         default="both",
-        help="the check_column_types dial for the run(s) (default: both, warn then enforce)",
+        help="with --only column-types: the check_column_types dial (default: both, warn then enforce)",
     )
     demo.add_argument(
         "--recording",
@@ -57,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.recording:
             telemetry_setup.setup(recording_path=args.recording)
         modes = ("warn", "enforce") if args.mode == "both" else (args.mode,)
-        return demo.main(sys.stdout, modes)
+        return demo.main(sys.stdout, modes, only=args.only)
     if args.command == "report":
         from .paths import default_recording_path
         from .recording import read_recording

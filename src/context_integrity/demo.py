@@ -10,7 +10,8 @@ decorated functions carrying the bugs the column-type contract was built from:
    read ``0.0`` GB — a perfectly typed, perfectly wrong number that this check
    passes, and says why.
 
-The agent runs once in ``warn`` and once in ``enforce``.
+With ``--only column-types`` the agent runs once in ``warn`` and once in ``enforce``; without it,
+:mod:`.demo_family` tells the whole family's story in one run.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from .telemetry.run import Run, run
 from .telemetry.setup import current, flush, setup
 
 AGENT_NAME = "storage-triage"
+# ``context-integrity demo --only column-types``: the short demo of the column checks alone.
+ONLY_COLUMN_TYPES = "column-types"
 
 # ── the systems behind the tools (fixtures) ─────────────────────────────
 _MAPPINGS = [
@@ -172,9 +175,25 @@ def current_recording() -> str | None:
     return str(inst.recording_path) if inst is not None and inst.recording_path is not None else None
 
 
-def main(out: TextIO, modes: tuple[str, ...] = ("warn", "enforce")) -> int:
-    outcomes = [run_agent(mode) for mode in modes]
+def main(out: TextIO, modes: tuple[str, ...] = ("warn", "enforce"), *, only: str | None = None) -> int:
+    """``only="column-types"``: the short column demo (warn, then enforce); else the whole family."""
+    if only == ONLY_COLUMN_TYPES:
+        outcomes = [run_agent(mode) for mode in modes]
+        flush()
+        inst = current()
+        print_summary(outcomes, inst.destination if inst is not None else "(not configured)", out)
+        return 0
+    from . import demo_family
+
+    setup(
+        check_column_types="warn",
+        notice_empty_lookups=True,
+        notice_prior_turn_evidence=True,
+        service_name=os.environ.get("OTEL_SERVICE_NAME") or AGENT_NAME,
+    )
+    outcome = demo_family.run_family()
     flush()
     inst = current()
-    print_summary(outcomes, inst.destination if inst is not None else "(not configured)", out)
+    destination = inst.destination if inst is not None else "(not configured)"
+    demo_family.print_family(outcome, destination, current_recording(), out)
     return 0

@@ -156,7 +156,7 @@ def library_env(**extra: str) -> dict[str, str]:
 
 def run_demo(env: Mapping[str, str], *, timeout_s: float = 120) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(
-        [sys.executable, "-m", "context_integrity.cli", "demo"],
+        [sys.executable, "-m", "context_integrity.cli", "demo", "--only", "column-types"],
         env=dict(env),
         capture_output=True,
         text=True,
