@@ -130,7 +130,7 @@ def _calls(name: str, call_id: str, text: str = "", **arguments: Any) -> ModelRe
 
 
 def _script() -> list[ModelResponse]:
-    disk = {"vm": "vdi-a-gold", "size_gb": 40}
+    disk: dict[str, Any] = {"vm": "vdi-a-gold", "size_gb": 40}
     return [
         _calls("list_hosts", "call-1"),
         _calls("host_group_mappings", "call-2", host_group="vdi-a"),
