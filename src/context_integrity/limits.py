@@ -77,6 +77,9 @@ MAX_FACT_ROWS_PER_RUN: Final = 20_000
 # Distinct served forms the prior-turn evidence index holds; past it the index is truncated and the
 # check notes not-applicable rather than trust stamps it could not keep.
 MAX_EVIDENCE_FORMS: Final = 200_000
+# Longest whole string the index keeps as one form (its tokens are always kept): answer values are
+# tokens, so a longer string could never match one and would only hold memory.
+MAX_EVIDENCE_FORM_CHARS: Final = 256
 
 # Host agent runs an integration keeps open at once (a run the host never ends, such as one
 # parked at an interrupt, is closed when this many newer ones are open), and the host's

@@ -140,3 +140,14 @@ def test_negative_once_per_run_must_be_a_boolean() -> None:
 def test_contract_the_canary_is_caught_and_synthetic() -> None:
     (finding,) = duplicate_execution_canary().findings
     assert finding.kind == "duplicate-execution" and finding.synthetic
+
+
+def test_unit_a_huge_argument_is_remembered_as_a_digest() -> None:
+    key = arguments_key({"body": "x" * 1_000_000})
+    assert key is not None and len(key) == 64
+    encounter = duplicate_executions_of(
+        calls=[OnceCall("provision_disk", "p2", {"body": "x" * 1_000_000})],
+        executed={("provision_disk", key): Execution("p1", 1)},
+    )
+    (finding,) = encounter.findings
+    assert len(finding.subjects[1].id) < 200

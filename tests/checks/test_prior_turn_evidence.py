@@ -124,3 +124,12 @@ def test_negative_the_dial_refuses_a_non_boolean() -> None:
 def test_contract_the_canary_is_caught_and_synthetic() -> None:
     (finding,) = prior_turn_evidence_canary().findings
     assert finding.kind == "prior-turn-evidence" and finding.synthetic
+
+
+def test_unit_a_long_string_is_indexed_by_its_tokens_only() -> None:
+    long_text = "vol-0042 " + "padding " * 100
+    index = evidence_index_of(
+        _frame(Message("user", "go"), Message("tool", {"note": long_text}, tool_name="t"))
+    )
+    assert "vol-0042" in index.turn_of
+    assert long_text.strip().lower() not in index.turn_of

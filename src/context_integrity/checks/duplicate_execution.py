@@ -34,6 +34,7 @@ values) -> ``unreachable``.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -80,18 +81,20 @@ class Execution:
 
 
 def arguments_key(arguments: object) -> str | None:
-    """The canonical key of a call's arguments; ``None`` when they have no canonical form."""
-    return canonical_or_none(arguments)
+    """The key of a call's arguments: a digest of their canonical form (so a run's memory of a
+    megabyte argument is 64 characters); ``None`` when they have no canonical form."""
+    rendered = canonical_or_none(arguments)
+    return None if rendered is None else hashlib.sha256(rendered.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def arguments_subject(key: str) -> Subject:
-    # The key itself is the identity (clipped in telemetry): two different repeated argument sets are
-    # two defects; the same set repeated five times is one.
-    return Subject(kind="arguments", id=key)
+def arguments_subject(shown: str, key: str) -> Subject:
+    # The digest makes it the identity: two different repeated argument sets are two defects, the
+    # same set repeated five times is one; the clipped rendering is for people.
+    return Subject(kind="arguments", id=f"{shown} #{key[:12]}")
 
 
 def _finding(call: OnceCall, key: str, earlier: Execution, epoch: int) -> Finding:
-    shown = clip(key)
+    shown = clip(canonical_or_none(call.arguments) or "")
     witnesses = (
         Witness(
             subject=tool_subject(call.tool_name),
@@ -119,7 +122,7 @@ def _finding(call: OnceCall, key: str, earlier: Execution, epoch: int) -> Findin
     return Finding(
         kind="duplicate-execution",
         seam="choice",
-        subjects=(tool_subject(call.tool_name), arguments_subject(key)),
+        subjects=(tool_subject(call.tool_name), arguments_subject(shown, key)),
         predicate=None,
         witnesses=witnesses,
         epoch=epoch,

@@ -51,7 +51,7 @@ from ..findings import (
     Subject,
     Witness,
 )
-from ..limits import MAX_ARGUMENT_DEPTH, MAX_EVIDENCE_FORMS
+from ..limits import MAX_ARGUMENT_DEPTH, MAX_EVIDENCE_FORM_CHARS, MAX_EVIDENCE_FORMS
 from ..loop import Message, RequestFrame, content_text
 from ..text import plural
 from . import CANARY_EPOCH, as_canary
@@ -115,7 +115,8 @@ class EvidenceIndex:
 
     def stamp_text(self, text: str, turn: int) -> None:
         whole = text.strip().lower()
-        if whole:
+        # A long string can never equal an answer token; only its tokens can.
+        if whole and len(whole) <= MAX_EVIDENCE_FORM_CHARS:
             self.stamp(whole, turn)
         for token in _tokens(text):
             self.stamp(token.lower(), turn)
