@@ -28,7 +28,13 @@ logger = logging.getLogger("context_integrity")
 
 # The key of a LangChain tool's ``metadata`` that holds its declaration.
 METADATA_KEY: Final = "context_integrity"
-_DECLARATION_FIELDS: Final = ("result_columns", "arguments_from", "input_schema", "description")
+_DECLARATION_FIELDS: Final = (
+    "result_columns",
+    "arguments_from",
+    "input_schema",
+    "description",
+    "once_per_run",
+)
 
 _ROLES: Final[Mapping[str, Role]] = {
     "human": "user",

@@ -121,16 +121,42 @@ async def _on_request_async(request: Any) -> None:
     _on_request(request)
 
 
-def _http_client_of(client: object) -> Any:
-    """The httpx-shaped client inside an SDK client (or the client itself)."""
-    for candidate in (client, getattr(client, "_client", None)):
-        hooks = getattr(candidate, "event_hooks", None)
-        if isinstance(hooks, Mapping) and callable(getattr(candidate, "send", None)):
-            return candidate
-    raise SetupError(
-        f"install_wire_reader(): cannot find an httpx client in {type(client).__name__}. Pass an OpenAI or "
-        "Anthropic SDK client, or the httpx.Client / httpx.AsyncClient it sends requests with."
-    )
+# Where an SDK client keeps its httpx client, and where a framework's chat model keeps its SDK
+# clients (LangChain's ChatOpenAI / ChatAnthropic: ``root_client``, ``root_async_client``, ``client``).
+_INNER: Final = ("_client", "root_client", "root_async_client", "client", "async_client", "_async_client")
+
+
+def _is_http_client(candidate: object) -> bool:
+    hooks = getattr(candidate, "event_hooks", None)
+    return isinstance(hooks, Mapping) and callable(getattr(candidate, "send", None))
+
+
+def _http_clients_of(client: object) -> list[Any]:
+    """The httpx-shaped clients inside an SDK client or a framework's chat model (or the client itself)."""
+    found: list[Any] = []
+    frontier: list[object] = [client]
+    for _ in range(3):  # a chat model -> its SDK client -> its httpx client
+        following: list[object] = []
+        for candidate in frontier:
+            if _is_http_client(candidate):
+                if all(candidate is not seen for seen in found):
+                    found.append(candidate)
+                continue
+            for attribute in _INNER:
+                try:
+                    inner = getattr(candidate, attribute, None)
+                except Exception:  # a property that raises is not a client
+                    inner = None
+                if inner is not None and inner is not candidate:
+                    following.append(inner)
+        frontier = following
+    if not found:
+        raise SetupError(
+            f"install_wire_reader(): cannot find an httpx client in {type(client).__name__}. Pass an OpenAI or "
+            "Anthropic SDK client, a LangChain chat model built on one, or the httpx.Client / "
+            "httpx.AsyncClient it sends requests with."
+        )
+    return found
 
 
 class WireReader:
@@ -155,7 +181,8 @@ class WireReader:
 def install_wire_reader(*clients: object) -> WireReader:
     """Read the tool names from every request body these clients send (the wire seam).
 
-    Each client is an OpenAI or Anthropic SDK client, sync or async, or an httpx client. Raises
+    Each client is an OpenAI or Anthropic SDK client, sync or async, a framework chat model built on
+    one (every httpx client inside it is read), or an httpx client. Raises
     :class:`~context_integrity.SetupError` for a client with no httpx client inside. Installing
     twice on one client adds one hook. From the next run on, the wire row is armed: a model call
     whose body no reader read is ``unreachable``.
@@ -163,8 +190,7 @@ def install_wire_reader(*clients: object) -> WireReader:
     if not clients:
         raise SetupError("install_wire_reader(): pass at least one SDK or httpx client to read the wire of.")
     installed: list[tuple[Any, Callable[..., Any]]] = []
-    for client in clients:
-        http = _http_client_of(client)
+    for http in [found for client in clients for found in _http_clients_of(client)]:
         hook: Callable[..., Any] = (
             _on_request_async if inspect.iscoroutinefunction(http.send) else _on_request
         )
