@@ -1,0 +1,174 @@
+"""One model call in flight: :class:`ModelCall`, a ``chat {model}`` span judged at the compose,
+wire and choice seams.
+
+The open call is also this context's current model call (:func:`current_model_call`): a wire
+reader runs inside the SDK call the application makes while the model call is open, and finds
+through it the request the body it read was composed from.
+
+Never break the host: every piece of our own work is wrapped, logged and recorded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from opentelemetry import trace
+from opentelemetry.trace import Span, SpanKind
+
+from ..findings import Finding
+from ..loop import ExternalGrounding, ModelResponse, RequestFrame, ToolCall
+from . import names
+from .emit import SpanEmitter, record_internal_error, record_judge_errors, set_text
+from .spans import CHAT, HeldSpan, adopt_or_start, tracer_of
+
+if TYPE_CHECKING:
+    from .run import Run
+
+_current_call: contextvars.ContextVar[ModelCall | None] = contextvars.ContextVar(
+    "context_integrity_model_call", default=None
+)
+
+
+def current_model_call() -> ModelCall | None:
+    """The model call open in this context (between ``run.request`` and its end), if any.
+
+    A wire reader runs inside the SDK call the application makes while the model call is
+    open, so this is how it finds the request the body it read was composed from.
+    """
+    call = _current_call.get()
+    return call if call is not None and not call.ended else None
+
+
+class ModelCall:
+    """One model call in flight: a ``chat {model}`` span judged at the compose and choice seams.
+
+    The span is the host's own model-call span where there is one (``host_span``, or the current
+    span when it is a host's ``chat`` / OpenInference LLM span); else ours, under the run span.
+    """
+
+    def __init__(
+        self, agent_run: Run, frame: RequestFrame, model: str, *, host_span: Span | None = None
+    ) -> None:
+        self.run = agent_run
+        self.frame = frame
+        self.model = model
+        self.span: Span | None = None
+        self.findings: list[Finding] = []
+        self.excusals: list[ExternalGrounding] = []
+        self._ended = False
+        self._wired = False
+        self._call_token: contextvars.Token[ModelCall | None] | None = _current_call.set(self)
+        self._held: HeldSpan | None = None
+        self._emitter: SpanEmitter | None = None
+        try:
+            inst = agent_run._inst
+            parent = trace.set_span_in_context(agent_run.span) if agent_run.span is not None else None
+            self._held = held = adopt_or_start(
+                CHAT,
+                names.chat_span_name(model),
+                tracer=tracer_of(inst),
+                kind=SpanKind.CLIENT,
+                attributes={
+                    names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT,
+                    names.GEN_AI_REQUEST_MODEL: model,
+                },
+                host=host_span,
+                parent=parent,
+                activate=False,
+            )
+            self.span = held.span
+            self._emitter = SpanEmitter(held.span, inst)
+            if agent_run.judge is not None:
+                found = agent_run.judge.judge_request(frame)
+                # A request is about no call yet: each finding names its own consumer tool.
+                self._file(found)
+        except Exception as ours:
+            record_internal_error(self.span, "judging a request", ours)
+
+    def _file(self, found: Sequence[Finding], call_ids: Sequence[str | None] = ()) -> None:
+        record_judge_errors(self.span, self.run.judge)
+        if found and self._emitter is not None:
+            self.findings.extend(found)
+            self._emitter.findings(found, call_ids=call_ids)
+
+    @property
+    def ended(self) -> bool:
+        return self._ended
+
+    def wire(self, tool_names: frozenset[str] | None, *, source: str | None = None) -> None:
+        """What a wire reader read back from the serialized request body (the wire seam).
+
+        ``None`` when the reader saw the body and could not read it. Called by the wire reader;
+        a call whose body no reader saw is judged ``unreachable`` when it ends.
+        """
+        if self._ended:
+            return
+        self._wired = True
+        try:
+            judge = self.run.judge
+            if judge is not None:
+                self._file(judge.wire(self.frame, tool_names, source=source))
+        except Exception as ours:
+            record_internal_error(self.span, "judging the wire", ours)
+
+    def _close_wire(self) -> None:
+        if not self._wired:
+            self.wire(None)
+
+    def respond(
+        self,
+        response: ModelResponse | None = None,
+        *,
+        calls: Sequence[ToolCall] = (),
+        text: str | None = None,
+    ) -> None:
+        """Report the response (the choice seam) and end the ``chat`` span."""
+        if self._ended:
+            return
+        try:
+            self._close_wire()
+            reply = response if response is not None else ModelResponse(calls=tuple(calls), text=text)
+            if reply.response_id and self._held is not None:
+                set_text(self._held.span, names.GEN_AI_RESPONSE_ID, reply.response_id, owned=self._held.owned)
+            for call in reply.calls:
+                self.run.expect_call(call.name, call.call_id)
+            judge = self.run.judge
+            if judge is not None:
+                verdict = judge.judge_response(self.frame, reply)
+                self._file(verdict.findings, verdict.call_ids)
+                self.excusals.extend(verdict.excusals)
+                if self._emitter is not None:
+                    self._emitter.excusals(verdict.excusals)
+        except Exception as ours:
+            record_internal_error(self.span, "judging a response", ours)
+        finally:
+            self.end()
+
+    def end(self, error: BaseException | None = None) -> None:
+        if self._ended:
+            return
+        self._close_wire()
+        self._ended = True
+        token, self._call_token = self._call_token, None
+        if token is not None:
+            # Ended from another context (a task that outlived its call): nothing to restore there.
+            with contextlib.suppress(Exception):
+                _current_call.reset(token)
+        if self._held is None:
+            return
+        try:
+            self._held.end(error)
+        except Exception as ours:
+            record_internal_error(None, "ending a chat span", ours)
+
+    def __enter__(self) -> ModelCall:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.end(exc)
