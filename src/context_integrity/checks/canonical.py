@@ -28,8 +28,7 @@ import math
 import numbers
 from collections.abc import Mapping
 
-from pydantic import BaseModel
-
+from ..contracts.columns import is_model_class
 from ..limits import MAX_ARGUMENT_DEPTH
 
 
@@ -68,8 +67,8 @@ def _render(value: object, depth: int) -> str:
         return _number(value)
     if isinstance(value, (datetime.date, datetime.time)):
         return json.dumps(value.isoformat())
-    if isinstance(value, BaseModel):
-        return _render(value.model_dump(mode="json"), depth + 1)
+    if is_model_class(type(value)):
+        return _render(value.model_dump(mode="json"), depth + 1)  # type: ignore[attr-defined]
     if isinstance(value, Mapping):
         items = sorted((str(key), child) for key, child in value.items())
         return "{" + ",".join(f"{json.dumps(k)}:{_render(v, depth + 1)}" for k, v in items) + "}"

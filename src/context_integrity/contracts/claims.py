@@ -14,11 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
-
+from .columns import is_model_class
 from .errors import DeclarationError
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +84,7 @@ def _check_path(model: type[BaseModel], path: str) -> None:
 
 def define_claims(output_model: object, claims: object) -> ClaimsContract:
     """Validate a claims contract. Raises :class:`DeclarationError` for anything it cannot honour."""
-    if not (isinstance(output_model, type) and issubclass(output_model, BaseModel)):
+    if not is_model_class(output_model):
         raise _refuse(
             output_model,
             "a claim contract needs a validated answer to read, and this is not a pydantic model class.",
@@ -109,7 +111,7 @@ def define_claims(output_model: object, claims: object) -> ClaimsContract:
                 f"the answer field {path!r} is blank or has an empty step.",
                 "Name a field of the output model, with dots into nested fields (e.g. 'port.status').",
             )
-        _check_path(output_model, path)
+        _check_path(output_model, path)  # type: ignore[arg-type]
         entity, field = _pair(output_model, path, target)
         out.append(Claim(path, entity, field))
-    return ClaimsContract(output_model=output_model, claims=tuple(out))
+    return ClaimsContract(output_model=output_model, claims=tuple(out))  # type: ignore[arg-type]

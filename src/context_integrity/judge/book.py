@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING
 
 from ..contracts import ToolContract
 from ..contracts.claims import ClaimsContract
+from ..contracts.columns import is_model_class
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 
 class ContractBook:
@@ -74,7 +77,7 @@ class ContractBook:
         untyped answer (a mapping, or text to parse as JSON): the one contract declared, when there
         is exactly one; with several, nothing says which applies, so none does.
         """
-        if isinstance(output, BaseModel):
+        if is_model_class(type(output)):
             for model in type(output).__mro__:
                 if model in self._claims:
                     return (self._claims[model],)

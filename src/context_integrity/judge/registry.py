@@ -18,8 +18,6 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from pydantic import BaseModel
-
 from ..checks.column_types import ColumnMode, column_types_canary, column_types_of
 from ..checks.compose_invariant import compose_invariant_canary, suspended_still_offered_of
 from ..checks.dangling_reference import dangling_reference_canary, dangling_references_of
@@ -29,6 +27,7 @@ from ..checks.prior_turn_evidence import prior_turn_evidence_canary, prior_turn_
 from ..checks.unsupported_argument import ArmedCall, unsupported_argument_canary, unsupported_arguments_of
 from ..checks.unsupported_claim import unsupported_claim_canary, unsupported_claims_of
 from ..checks.wire_invariant import wire_invariant_canary, wire_violations_of
+from ..contracts.columns import is_model_class
 from ..findings import NOT_APPLICABLE, Encounter, Kind, Seam
 from ..ledger import CheckId
 from .book import ContractBook
@@ -181,8 +180,8 @@ def _duplicate_at_choice(state: RunState, seen: ResponseSeen) -> Encounter:
 def _answer_object(seen: AnswerSeen) -> tuple[object, bool]:
     """The answer as an object of fields (unset fields absent), and whether it could be read."""
     output = seen.output
-    if isinstance(output, BaseModel):
-        return output.model_dump(exclude_unset=True), True
+    if is_model_class(type(output)):
+        return output.model_dump(exclude_unset=True), True  # type: ignore[attr-defined]
     if isinstance(output, Mapping):
         return output, True
     if isinstance(seen.text, str):
@@ -211,7 +210,8 @@ def _unsupported_claim_at_claim(state: RunState, seen: AnswerSeen) -> Encounter:
 def _prior_turn_at_claim(state: RunState, seen: AnswerSeen) -> Encounter:
     text = seen.text
     if text is None and seen.output is not None:
-        text = seen.output.model_dump_json() if isinstance(seen.output, BaseModel) else str(seen.output)
+        dump = getattr(seen.output, "model_dump_json", None) if is_model_class(type(seen.output)) else None
+        text = str(dump()) if callable(dump) else str(seen.output)
     return prior_turn_evidence_of_answer(text, state.last_frame, epoch=state.epoch)
 
 

@@ -211,7 +211,8 @@ class RunJudge:
                     verdict.refusal = encounter.refusal
         if self.state.grounds:  # the grounding memory is kept only when a grounding check is armed
             self._bookkeep("recording a tool result", lambda: self.state.after_tool_result(seen))
-        self._bookkeep("recording an execution", lambda: self.state.after_result(seen))
+        if (seen.contract is not None and seen.contract.once_per_run) or self.contracts.any_claims():
+            self._bookkeep("recording an execution", lambda: self.state.after_result(seen))
         return verdict
 
     def compose(self, frame: RequestFrame) -> list[Finding]:
