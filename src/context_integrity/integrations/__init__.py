@@ -14,7 +14,10 @@ from __future__ import annotations
 
 from typing import Final
 
-SUPPORTED: Final[tuple[tuple[str, str], ...]] = (("langchain", "context_integrity.integrations.langchain"),)
+SUPPORTED: Final[tuple[tuple[str, str], ...]] = (
+    ("pydantic_ai", "context_integrity.integrations.pydantic_ai"),
+    ("langchain", "context_integrity.integrations.langchain"),
+)
 
 
 def supported_names() -> tuple[str, ...]:

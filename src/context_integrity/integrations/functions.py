@@ -9,10 +9,12 @@ declaration; nothing a tool later returns makes a wrapper raise.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import inspect
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, ParamSpec, TypeVar, overload
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from typing import Any, Final, ParamSpec, TypeVar, overload
 
 from ..contracts import ToolContract, define_contract
 from ..contracts.claims import ClaimsContract, define_claims
@@ -22,6 +24,43 @@ from ..telemetry.setup import CONTRACTS
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+# Set on the decorated function itself too: a framework decorator placed under ``@tool`` registered
+# the undecorated function, and that is the object the framework's integration finds at run time.
+CONTRACT_ATTRIBUTE: Final = "__context_integrity_contract__"
+
+# The call a host integration judges itself (it holds the framework's own hook for the raw
+# result): when the framework calls the very wrapper named here, the wrapper passes straight
+# through, so one call is judged once, under the framework's name for it.
+_judged_by_host: contextvars.ContextVar[object | None] = contextvars.ContextVar(
+    "context_integrity_judged_by_host", default=None
+)
+
+
+def contract_of(fn: object) -> ToolContract | None:
+    """The contract ``@tool`` declared for ``fn`` (its wrapper or the function it wrapped), if any."""
+    for key in ("contract", CONTRACT_ATTRIBUTE):
+        found = getattr(fn, key, None)
+        if isinstance(found, ToolContract):
+            return found
+    return None
+
+
+@contextlib.contextmanager
+def judged_by_host(fn: object) -> Iterator[None]:
+    """Within this block a call of ``fn`` (a ``@tool`` wrapper) is the host's to judge."""
+    token = _judged_by_host.set(fn)
+    try:
+        yield
+    finally:
+        _judged_by_host.reset(token)
+
+
+def _host_judges(wrapper: object) -> contextvars.Token[object | None] | None:
+    """If the host judges this call of ``wrapper``: consume the mark (nested calls are ours again)."""
+    if _judged_by_host.get() is not wrapper:
+        return None
+    return _judged_by_host.set(None)
 
 
 def _open_call(contract: ToolContract, arguments: Callable[[], Mapping[str, Any]]) -> ToolScope | None:
@@ -172,12 +211,21 @@ def tool(
             description=description or _first_line(getattr(target, "__doc__", None)),
         )
         bind = _binder(target)
+        # A function that refuses attributes (a builtin, a slotted callable) is still declared by name.
+        with contextlib.suppress(AttributeError, TypeError):
+            setattr(target, CONTRACT_ATTRIBUTE, contract)
 
         if inspect.iscoroutinefunction(target):
             async_target: Callable[..., Awaitable[Any]] = target
 
             @functools.wraps(target)
             async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+                passing = _host_judges(async_wrapper)
+                if passing is not None:
+                    try:
+                        return await async_target(*args, **kwargs)
+                    finally:
+                        _judged_by_host.reset(passing)
                 call = _open_call(contract, bind(args, kwargs))
                 if call is None:
                     return await async_target(*args, **kwargs)
@@ -193,6 +241,12 @@ def tool(
 
         @functools.wraps(target)
         def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            passing = _host_judges(wrapper)
+            if passing is not None:
+                try:
+                    return target(*args, **kwargs)
+                finally:
+                    _judged_by_host.reset(passing)
             call = _open_call(contract, bind(args, kwargs))
             if call is None:
                 return target(*args, **kwargs)

@@ -15,6 +15,7 @@ from typing import Final, Literal, get_args
 
 ColumnDial = Literal["off", "warn", "enforce"]
 COLUMN_DIALS: Final[tuple[ColumnDial, ...]] = get_args(ColumnDial)
+ENFORCE: Final = "enforce"
 Posture = Literal["observe", "dev"]
 POSTURES: Final[tuple[Posture, ...]] = get_args(Posture)
 
@@ -135,6 +136,17 @@ class Dials:
             if not specs[name].accepts(value):
                 raise specs[name].refusal(name, value)
         return cls(**options)  # type: ignore[arg-type]
+
+    def reported_posture(self) -> str:
+        """The posture a run's summary states: ``'dev'`` in dev posture; else ``'enforce'``
+        whenever a dial may replace what the agent receives; else ``'observe'``.
+
+        A summary saying ``observe`` while results were being refused would tell an operator the
+        library never acts on the agent; the dials themselves are reported beside it.
+        """
+        if self.posture == "observe" and self.check_column_types == ENFORCE:
+            return ENFORCE
+        return self.posture
 
     def in_force(self) -> dict[str, str]:
         """Each public dial's value as a short string, for the summary span."""

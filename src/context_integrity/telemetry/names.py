@@ -125,10 +125,16 @@ INTERNAL_ERROR_TYPE: Final = f"{_NS}.internal_error.type"
 # ── The run summary ─────────────────────────────────────────────────────
 DISPOSITION_SPAN: Final = f"{_NS}.disposition"
 POSTURE: Final = f"{_NS}.posture"
+DIAL_PREFIX: Final = f"{_NS}.dial"
 WORK_EXISTED: Final = f"{_NS}.work_existed"
 RUN_OUTCOME: Final = f"{_NS}.run.outcome"
 TOTALS_PREFIX: Final = f"{_NS}.totals"
 ROW_PREFIX: Final = f"{_NS}.row"
+
+
+def dial_attribute(dial: str) -> str:
+    """``context_integrity.dial.<name>``: one dial in force, on the summary span."""
+    return f"{DIAL_PREFIX}.{dial}"
 
 
 def totals_attribute(field: str) -> str:

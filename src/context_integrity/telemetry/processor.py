@@ -15,8 +15,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from opentelemetry import trace
 from opentelemetry.context import Context
@@ -44,6 +44,7 @@ class RunSummary:
     posture: str
     work_existed: bool
     outcome: str
+    dials: Mapping[str, str] = field(default_factory=dict)
 
 
 SummarySource = Callable[[], RunSummary]
@@ -109,6 +110,7 @@ class DispositionSpanProcessor(SpanProcessor):
                 posture=summary.posture,
                 work_existed=summary.work_existed,
                 outcome=summary.outcome,
+                dials=summary.dials,
             ),
         )
         span.end(end_time=at)

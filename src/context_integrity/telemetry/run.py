@@ -351,9 +351,10 @@ class Run:
         return RunSummary(
             rows=rows,
             totals=totals,
-            posture=judge.dials.posture if judge is not None else "observe",
+            posture=(judge.dials if judge is not None else _DEFAULT_DIALS).reported_posture(),
             work_existed=judge.work_existed if judge is not None else False,
             outcome=self.outcome,
+            dials=(judge.dials if judge is not None else _DEFAULT_DIALS).in_force(),
         )
 
     # ── the loop protocol ──────────────────────────────────────────────

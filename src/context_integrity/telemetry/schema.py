@@ -43,6 +43,7 @@ _ROW_VALUE_FIELDS: Final = frozenset(_ROW_VALUE_ORDER)
 SPARSE_COUNT_FIELDS: Final[tuple[str, ...]] = ("unreachable", "synthetic")
 _ROW_PREFIX: Final = names.ROW_PREFIX + "."
 _TOTALS_PREFIX: Final = names.TOTALS_PREFIX + "."
+_DIAL_PREFIX: Final = names.DIAL_PREFIX + "."
 
 
 def scalar(value: object) -> AttributeValue:
@@ -249,6 +250,7 @@ def summary_attributes(
     posture: str,
     work_existed: bool,
     outcome: str,
+    dials: Mapping[str, str] | None = None,
 ) -> Attributes:
     """The summary span's attributes: the ledger once, one scalar per row field, for queries and alerts.
 
@@ -257,13 +259,16 @@ def summary_attributes(
     (:data:`SPARSE_COUNT_FIELDS`: ``unreachable``, ``synthetic``) are written
     only when nonzero, in the rows and in the totals alike, and ``last_fired_at``
     only once a check fired: a query for them asks ``> 0`` (or for presence),
-    and leaving the zeros out keeps a 9-row summary under 3 KB of OTLP.
+    and leaving the zeros out keeps a 9-row summary under 3 KB of OTLP. The dials in force
+    stand beside the posture.
     """
     out: Attributes = {
         names.POSTURE: posture,
         names.WORK_EXISTED: work_existed,
         names.RUN_OUTCOME: outcome,
     }
+    for dial, setting in (dials or {}).items():
+        out[names.dial_attribute(dial)] = setting
     for key, value in totals.items():
         if value or key not in SPARSE_COUNT_FIELDS:
             out[names.totals_attribute(key)] = value
@@ -286,6 +291,7 @@ class SummaryFields:
     posture: str | None
     work_existed: bool | None
     outcome: str | None
+    dials: dict[str, str] = field(default_factory=dict)
 
 
 def _checked_row(index: int, row: dict[str, object], problems: list[str]) -> dict[str, object]:
@@ -335,4 +341,9 @@ def decode_summary(attributes: Mapping[str, object], problems: list[str]) -> Sum
         posture=_optional_str(attributes.get(names.POSTURE)),
         work_existed=work_existed if isinstance(work_existed, bool) else None,
         outcome=_optional_str(attributes.get(names.RUN_OUTCOME)),
+        dials={
+            key[len(_DIAL_PREFIX) :]: value
+            for key, value in attributes.items()
+            if key.startswith(_DIAL_PREFIX) and isinstance(value, str)
+        },
     )

@@ -4,14 +4,21 @@ Where traces go, in order of precedence:
 
 1. a ``tracer_provider`` passed in (tests, or an application that wants to be explicit);
 2. an SDK ``TracerProvider`` the application already installed globally — we add our
-   span processor to it and leave its exporters alone;
+   span processor to it and leave its exporters alone. A proxy in front of one (Logfire's
+   ``ProxyTracerProvider``, whose ``.provider`` is the SDK provider) is seen through: the processor
+   goes on the real provider, our tracer comes from the proxy, so one trace holds everything;
 3. a provider we create: OTLP (gRPC or HTTP/protobuf) when an endpoint is configured
    through the standard ``OTEL_*`` environment or the ``endpoint`` argument, the
    console or nothing when ``OTEL_TRACES_EXPORTER`` says so, and otherwise a local
    OTLP-JSON-lines recording that ``context-integrity report`` reads back.
 
 Metrics and (opt-in) log events follow the same rule. Calling ``setup()`` again
-reconfigures the dials only; it never adds a second exporter or processor.
+reconfigures the dials (and which frameworks are instrumented) only; it never adds a second
+exporter or processor.
+
+``instrument`` arms the framework integrations listed in
+:data:`context_integrity.integrations.SUPPORTED`: every importable one by default, the listed ones,
+or none. An integration that fails to arm is logged once and never fails ``setup()``.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ import inspect
 import logging
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -48,6 +55,7 @@ from ..judge import ContractBook, Dials, SetupError
 from ..judge.dials import dial_parameters, dial_specs, dials_doc, unknown_option
 from ..paths import default_recording_path
 from . import names
+from .arming import AUTO, arm_integrations, disarm_all, selected_integrations
 from .processor import DispositionSpanProcessor
 
 logger = logging.getLogger("context_integrity")
@@ -258,6 +266,19 @@ def _prometheus_reader() -> MetricReader:
     return PrometheusMetricReader()
 
 
+def sdk_provider_of(provider: object) -> SdkTracerProvider | None:
+    """The OpenTelemetry SDK provider ``provider`` is or stands in front of, else ``None``.
+
+    Logfire installs a ``ProxyTracerProvider`` whose ``.provider`` is the SDK provider it built;
+    OpenInference's ``TracerProvider`` is an SDK subclass. Either way the pipeline is joined, never
+    replaced by a second one that would split the trace.
+    """
+    if isinstance(provider, SdkTracerProvider):
+        return provider
+    inner = getattr(provider, "provider", None)
+    return inner if isinstance(inner, SdkTracerProvider) else None
+
+
 def _say_where(destination: str) -> None:
     global _said_where
     if not _said_where:
@@ -295,14 +316,22 @@ def _build(
         return recording
 
     # ── traces ──
-    provider = tracer_provider
-    if provider is None:
-        global_provider = trace.get_tracer_provider()
-        if isinstance(global_provider, SdkTracerProvider):
-            provider = global_provider
-            where.append("traces go to the application's own TracerProvider")
-    else:
+    # ``provider`` gets our span processor; ``tracing`` gives our tracer. They differ only behind a
+    # proxy: the processor must sit on the real SDK provider, the tracer comes from what the
+    # application hands everyone else, so our spans are made exactly like the host's.
+    provider: Any = None
+    tracing: Any = None
+    if tracer_provider is not None:
+        provider = sdk_provider_of(tracer_provider) or tracer_provider
+        tracing = tracer_provider
         where.append("traces go to the TracerProvider passed to setup()")
+    else:
+        global_provider = trace.get_tracer_provider()
+        provider = sdk_provider_of(global_provider)
+        if provider is not None:
+            tracing = global_provider
+            joined = "proxy" if provider is not global_provider else "TracerProvider"
+            where.append(f"traces go to the application's own {joined} ({type(global_provider).__module__})")
     if provider is None:
         provider = SdkTracerProvider(resource=resource)
         owned.append(provider)
@@ -326,9 +355,10 @@ def _build(
         for processor in processors:
             provider.add_span_processor(processor)
         trace.set_tracer_provider(provider)
+        tracing = provider
     flushable.append(provider)
     run_processor: DispositionSpanProcessor | None = None
-    tracer = provider.get_tracer(names.INSTRUMENTATION_NAME, instrumentation_version())
+    tracer = tracing.get_tracer(names.INSTRUMENTATION_NAME, instrumentation_version())
     if hasattr(provider, "add_span_processor"):
         run_processor = DispositionSpanProcessor(lambda: tracer)
         provider.add_span_processor(run_processor)
@@ -469,6 +499,7 @@ def setup(
     tracer_provider: Any | None = None,
     meter_provider: Any | None = None,
     logger_provider: Any | None = None,
+    instrument: str | Iterable[str] = AUTO,
     **dials: Any,
 ) -> Instrumentation:
     """Configure context-integrity and OpenTelemetry in one call.
@@ -477,7 +508,11 @@ def setup(
 
     {dials}
 
-        Raises :class:`SetupError` (a ``ValueError``) for a dial or environment value
+        ``instrument``: ``"auto"`` (the default) instruments every supported framework that is
+        installed; a list of names (see ``context_integrity.integrations.SUPPORTED``) only those;
+        ``()`` none.
+
+        Raises :class:`SetupError` (a ``ValueError``) for a dial, option or environment value
         outside its vocabulary; nothing is configured in that case. A second call
         changes the dials and keeps the exporters and processors of the first.
     """
@@ -500,10 +535,12 @@ def setup(
             f"phoenix_annotations must be Phoenix's base URL, such as 'http://localhost:6006' "
             f"(got {phoenix_annotations!r:.200})."
         )
+    frameworks, auto = selected_integrations(instrument)
     with _lock:
         if _state is not None:
             _state.dials = validated
             _state.capture_content = capture_content
+            arm_integrations(frameworks, auto=auto)
             return _state
         _state = _build(
             dials=validated,
@@ -521,6 +558,7 @@ def setup(
             logger_provider=logger_provider,
         )
         state = _state
+        arm_integrations(frameworks, auto=auto)
     if state.recording_path is not None:
         _say_where(state.destination)
     else:
@@ -546,11 +584,13 @@ setup.__doc__ = (setup.__doc__ or "").replace("{dials}", dials_doc())
 def shutdown() -> None:
     """Flush and shut down what ``setup()`` created, and forget it (the next ``setup()`` starts anew).
 
-    Providers the application owns are flushed but never shut down.
+    Providers the application owns are flushed but never shut down; the framework integrations
+    ``setup()`` armed are disarmed.
     """
     global _state
     with _lock:
         state, _state = _state, None
+        disarm_all()
     if state is not None:
         state.shutdown()
 
