@@ -1,0 +1,498 @@
+"""pydantic-ai: one capability feeds every seam from the host's own hooks; the host's run is the run.
+
+``setup()`` arms every agent (:func:`instrument_all` patches the public ``Agent.iter``, through
+which ``run``, ``run_sync``, ``run_stream``, ``run_stream_events`` and wrapper agents all pass, so
+agents created before ``setup()`` are covered). Per agent: ``Agent(..., capabilities=[ContextIntegrity()])``.
+The capability has a fixed ``id``, so a copy on the agent and a copy per run never double.
+
+Where each seam is fed from:
+
+- the run: ``wrap_run`` opens a :class:`~context_integrity.telemetry.run.Run` on pydantic-ai's own
+  ``invoke_agent`` span when its instrumentation is on (else on ours) and ends it with the host's
+  run, so exactly one summary lands under it. A ``ci.run`` the user wrote around the host run is
+  joined (its judge, its summary), never doubled; an agent run inside a tool is its own run.
+- compose and choice: a wrapper model (``get_wrapper_model``) sees the request exactly as the model
+  receives it, after every history processor and capability, and the response it returned.
+- write: ``wrap_tool_execute`` judges the raw value the tool returned (``ToolReturn.return_value``),
+  before pydantic-ai serialises it, and a refusal is returned as the tool's result: the model reads
+  the refusal sentence in the call's own tool-return part, never a retry prompt inviting the same call.
+- claim: the run's final output, typed when the agent has structured output.
+
+Declarations: ``@ci.tool`` above or below ``@agent.tool``/``tool_plain``, ``ci.declare_tool`` by
+name, or ``metadata={"context_integrity": {...}}`` on the pydantic-ai tool (the fields
+``declare_tool`` takes). The framework's tool name wins over the Python function's.
+
+Never break the agent: every piece of our work is wrapped; a failure is logged, recorded on the
+span it happened under, and the host's run continues with exactly what it would have had.
+pydantic-ai's own instrumentation settings are never touched.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import logging
+import weakref
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from pydantic_ai import Agent
+from pydantic_ai import messages as pm
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.capabilities.abstract import (
+    WrapRunHandler,
+    WrapToolExecuteHandler,
+    leaf_capabilities,
+)
+from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
+from pydantic_ai.models.wrapper import WrapperModel
+from pydantic_ai.run import AgentRunResult
+from pydantic_ai.settings import ModelSettings
+from pydantic_ai.tools import RunContext
+from pydantic_ai.tools import ToolDefinition as PaiToolDefinition
+from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
+
+from ..contracts import DeclarationError, ToolContract, define_contract
+from ..limits import MAX_ATTRIBUTE_CHARS
+from ..protocol import Message, ModelResponse, RequestFrame, ToolCall, ToolDefinition
+from ..telemetry.emit import record_internal_error
+from ..telemetry.run import ModelCall, Run, ToolScope, current_run
+from ..telemetry.setup import CONTRACTS
+from ..telemetry.spans import AGENT, CHAT, TOOL, find_host_span
+from ..text import bounded_json, clip
+from .functions import contract_of, judged_by_host
+
+logger = logging.getLogger("context_integrity")
+
+CAPABILITY_ID: Final = "context_integrity"
+# The key of a pydantic-ai tool's ``metadata`` holding its declaration.
+METADATA_KEY: Final = "context_integrity"
+_METADATA_FIELDS: Final = ("result_columns", "arguments_from", "input_schema", "description")
+
+# Runs this integration opened for a host run (as opposed to a ``ci.run`` the user wrote): a host
+# run found open around another host run is an outer agent whose tool runs an inner agent.
+_host_runs: weakref.WeakSet[Run] = weakref.WeakSet()
+
+
+# ── pydantic-ai messages to the judge's loop protocol ───────────────────
+
+
+def _user_content(content: object) -> object:
+    """A user prompt's content; a non-text part (an image, a file) stands as its type name only."""
+    if isinstance(content, str) or not isinstance(content, Sequence):
+        return content
+    return [item if isinstance(item, str) else f"<{type(item).__name__}>" for item in content]
+
+
+def _arguments(part: pm.ToolCallPart) -> Mapping[str, Any]:
+    try:
+        return part.args_as_dict()
+    except Exception:  # arguments that are not JSON: the call still happened, with nothing readable
+        return {}
+
+
+def _calls(parts: Sequence[object], outputs: frozenset[str] = frozenset()) -> tuple[ToolCall, ...]:
+    return tuple(
+        ToolCall(name=p.tool_name, call_id=p.tool_call_id, arguments=_arguments(p))
+        for p in parts
+        if isinstance(p, pm.ToolCallPart) and p.tool_name not in outputs
+    )
+
+
+def _request_messages(request: pm.ModelRequest, system: list[str]) -> list[Message]:
+    out: list[Message] = []
+    for part in request.parts:
+        if isinstance(part, pm.SystemPromptPart):
+            system.append(part.content)
+        elif isinstance(part, pm.UserPromptPart):
+            out.append(Message("user", _user_content(part.content)))
+        elif isinstance(part, pm.ToolReturnPart):
+            out.append(
+                Message("tool", part.content, tool_name=part.tool_name, tool_call_id=part.tool_call_id)
+            )
+        elif isinstance(part, pm.RetryPromptPart):
+            out.append(
+                Message(
+                    "tool" if part.tool_name else "user",
+                    part.model_response(),
+                    tool_name=part.tool_name,
+                    tool_call_id=part.tool_call_id,
+                )
+            )
+        elif isinstance(part, pm.RetryFeedbackPart):
+            out.append(Message("user", getattr(part, "content", "")))
+    return out
+
+
+def frame_of(
+    messages: Sequence[pm.ModelMessage], parameters: ModelRequestParameters, model: str | None
+) -> RequestFrame:
+    """The request as the model receives it: instructions, messages with tool results, tools offered."""
+    system: list[str] = []
+    out: list[Message] = []
+    latest_instructions: str | None = None
+    for message in messages:
+        if isinstance(message, pm.ModelRequest):
+            out.extend(_request_messages(message, system))
+            latest_instructions = message.instructions or latest_instructions
+        elif isinstance(message, pm.ModelResponse):
+            text = "\n".join(p.content for p in message.parts if isinstance(p, pm.TextPart))
+            out.append(Message("assistant", text, tool_calls=_calls(message.parts)))
+    parts = parameters.instruction_parts
+    if parts:
+        system.extend(p.content for p in parts if isinstance(p.content, str))
+    elif latest_instructions:
+        system.append(latest_instructions)
+    tools = tuple(
+        ToolDefinition(name=t.name, description=t.description, input_schema=t.parameters_json_schema)
+        for t in parameters.declared_function_tools
+    )
+    return RequestFrame(
+        messages=tuple(out), system="\n\n".join(s for s in system if s) or None, tools=tools, model=model
+    )
+
+
+def response_of(response: pm.ModelResponse, parameters: ModelRequestParameters) -> ModelResponse:
+    """The calls a response makes (the output tool is the answer, not a call) and its text."""
+    outputs = frozenset(t.name for t in parameters.output_tools)
+    text = "\n".join(p.content for p in response.parts if isinstance(p, pm.TextPart))
+    return ModelResponse(calls=_calls(response.parts, outputs), text=text or None)
+
+
+def answer_text(output: object) -> str:
+    """The final output as text: itself when a string, else its bounded JSON."""
+    if isinstance(output, str):
+        return output
+    try:
+        return bounded_json(output, MAX_ATTRIBUTE_CHARS)
+    except Exception:
+        return clip(type(output).__name__, MAX_ATTRIBUTE_CHARS)
+
+
+# ── Declarations the agent carries ──────────────────────────────────────
+
+
+def _declaration_from_metadata(name: str, metadata: object) -> ToolContract | None:
+    if not isinstance(metadata, Mapping) or METADATA_KEY not in metadata:
+        return None
+    declared = metadata[METADATA_KEY]
+    if not isinstance(declared, Mapping):
+        raise DeclarationError(
+            f"Tool {name!r}: metadata[{METADATA_KEY!r}] is {type(declared).__name__}, not a mapping. "
+            f"Pass a dict with any of {', '.join(_METADATA_FIELDS)}."
+        )
+    unknown = [key for key in declared if key not in _METADATA_FIELDS]
+    if unknown:
+        raise DeclarationError(
+            f"Tool {name!r}: metadata[{METADATA_KEY!r}] has unknown field(s) {', '.join(map(repr, unknown))}. "
+            f"The fields are those of declare_tool: {', '.join(_METADATA_FIELDS)}."
+        )
+    return define_contract(name, **{key: declared[key] for key in _METADATA_FIELDS if key in declared})
+
+
+def _function_tools(agent: object) -> list[tuple[str, Any]]:
+    """(framework name, pydantic-ai ``Tool``) for every function tool the agent itself carries."""
+    found: list[tuple[str, Any]] = []
+
+    def visit(toolset: AbstractToolset[Any]) -> None:
+        if isinstance(toolset, FunctionToolset):
+            found.extend(toolset.tools.items())
+
+    for toolset in getattr(agent, "toolsets", ()) or ():
+        if isinstance(toolset, AbstractToolset):
+            toolset.apply(visit)
+    return found
+
+
+@dataclass(slots=True)
+class _Declarations:
+    """What a run's agent declared, put in the book under the framework's tool names."""
+
+    functions: dict[str, object] = field(default_factory=dict)  # tool name -> the callable registered
+    superseded: set[str] = field(default_factory=set)  # python names a framework name replaced
+
+
+def declare_agent_tools(agent: object) -> _Declarations:
+    """Put the agent's own declarations in the book, under the names the model sees.
+
+    A tool's ``metadata`` declaration wins over a ``@ci.tool`` on its function, which wins over
+    nothing; ``ci.declare_tool`` by the framework name stays as declared. A bad metadata
+    declaration is logged naming the tool, the field and the fix: at run time it never raises.
+    """
+    out = _Declarations()
+    for name, pai_tool in _function_tools(agent):
+        function = getattr(pai_tool, "function", None)
+        out.functions[name] = function
+        try:
+            contract = _declaration_from_metadata(name, getattr(pai_tool, "metadata", None))
+        except DeclarationError as bad:
+            logger.error("context_integrity: %s (the tool is not judged until it is fixed)", bad)
+            continue
+        if contract is None:
+            decorated = contract_of(function)
+            if decorated is None:
+                continue
+            if decorated.name != name:
+                out.superseded.add(decorated.name)
+            contract = dataclasses.replace(decorated, name=name)
+        if CONTRACTS.get(name) != contract:
+            CONTRACTS.declare(contract)
+    return out
+
+
+# ── The capability ───────────────────────────────────────────────────────
+
+
+@dataclass
+class ContextIntegrity(AbstractCapability[Any]):
+    """The context-integrity capability: add it to an agent, or let ``ci.setup()`` add it to every run."""
+
+    id: str | None = CAPABILITY_ID
+    _run: Run | None = field(default=None, init=False, repr=False, compare=False)
+    _declared: _Declarations = field(default_factory=_Declarations, init=False, repr=False, compare=False)
+    _offered: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
+    _requested: bool = field(default=False, init=False, repr=False, compare=False)
+
+    async def for_run(self, ctx: RunContext[Any]) -> AbstractCapability[Any]:
+        # Each run gets its own instance: its state is that run's alone, however many run at once.
+        return dataclasses.replace(self)
+
+    # ── the run ──
+    def _open(self, ctx: RunContext[Any]) -> Run | None:
+        try:
+            self._declared = declare_agent_tools(ctx.agent)
+            enclosing = current_run()
+            if enclosing is not None and enclosing not in _host_runs and enclosing.judge is not None:
+                return None  # the user's ci.run around this host run: joined, never doubled
+            agent = ctx.agent
+            prompt = ctx.prompt if isinstance(ctx.prompt, str) else None
+            run = Run(
+                prompt,
+                agent_name=(getattr(agent, "name", None) or "agent"),
+                conversation_id=ctx.conversation_id,
+                host_span=find_host_span(AGENT),
+            )
+            _host_runs.add(run)
+            run.__enter__()
+            return run
+        except Exception as ours:
+            record_internal_error(None, "opening a pydantic-ai run", ours)
+            return None
+
+    def _judging(self) -> Run | None:
+        """The run this host run's seams are judged in: ours, or the user's ``ci.run`` we joined."""
+        if self._run is not None:
+            return self._run
+        enclosing = current_run()
+        return enclosing if enclosing is not None and enclosing.judge is not None else None
+
+    async def wrap_run(self, ctx: RunContext[Any], *, handler: WrapRunHandler) -> AgentRunResult[Any]:
+        self._run = opened = self._open(ctx)
+        try:
+            result = await handler()
+        except BaseException as error:
+            self._close(opened, error)
+            raise
+        try:
+            judging = self._judging()
+            if judging is not None:
+                judging.answer(answer_text(result.output), output=result.output)
+        except Exception as ours:
+            record_internal_error(None, "reporting a pydantic-ai answer", ours)
+        self._close(opened, None)
+        return result
+
+    def _close(self, opened: Run | None, error: BaseException | None) -> None:
+        try:
+            self._warn_unoffered()
+            if opened is not None:
+                opened.__exit__(type(error) if error is not None else None, error, None)
+        except Exception as ours:
+            record_internal_error(None, "ending a pydantic-ai run", ours)
+
+    def _warn_unoffered(self) -> None:
+        if not self._requested:
+            return
+        unoffered = sorted(CONTRACTS.names() - self._offered - self._declared.superseded)
+        if unoffered:
+            logger.warning(
+                "context_integrity: declared tool(s) %s are not offered by this pydantic-ai run (offered: %s); "
+                "a declaration is matched by the tool name the model sees: check name= on the tool.",
+                clip(", ".join(map(repr, unoffered)), MAX_ATTRIBUTE_CHARS),
+                clip(", ".join(map(repr, sorted(self._offered))) or "none", MAX_ATTRIBUTE_CHARS),
+            )
+
+    # ── compose and choice: the request as the model receives it ──
+    def get_wrapper_model(self, model: Model) -> Model | None:
+        return _SeamModel(model, self)
+
+    def compose(
+        self, messages: Sequence[pm.ModelMessage], parameters: ModelRequestParameters, model_name: str
+    ) -> ModelCall | None:
+        run = self._judging()
+        if run is None:
+            return None
+        try:
+            frame = frame_of(messages, parameters, model_name)
+            self._requested = True
+            self._offered.update(t.name for t in frame.tools)
+            return run.request(frame, model=model_name, host_span=find_host_span(CHAT))
+        except Exception as ours:
+            record_internal_error(run.span, "reading a pydantic-ai request", ours)
+            return None
+
+    @staticmethod
+    def choice(
+        call: ModelCall | None, response: pm.ModelResponse, parameters: ModelRequestParameters
+    ) -> None:
+        if call is None:
+            return
+        try:
+            call.respond(response_of(response, parameters))
+        except Exception as ours:
+            record_internal_error(call.span, "reading a pydantic-ai response", ours)
+            call.end()
+
+    # ── write: the raw tool value, and the refusal as the tool's result ──
+    async def wrap_tool_execute(
+        self,
+        ctx: RunContext[Any],
+        *,
+        call: pm.ToolCallPart,
+        tool_def: PaiToolDefinition,
+        args: dict[str, Any],
+        handler: WrapToolExecuteHandler,
+    ) -> Any:
+        scope = self._tool_scope(call, args)
+        if scope is None:
+            return await handler(args)
+        function = self._declared.functions.get(call.tool_name)
+        try:
+            with judged_by_host(function):
+                raw = await handler(args)
+        except BaseException as error:
+            scope.fail(error)
+            raise
+        value = raw.return_value if isinstance(raw, pm.ToolReturn) else raw
+        delivered = scope.finish(value)
+        # A refusal replaces the whole return, extra content included: enforce never hands rows over.
+        return raw if delivered is value else delivered
+
+    def _tool_scope(self, call: pm.ToolCallPart, args: dict[str, Any]) -> ToolScope | None:
+        run = self._judging()
+        if run is None:
+            return None
+        try:
+            name = call.tool_name
+            contract = CONTRACTS.get(name) or define_contract(name)
+            return ToolScope(
+                contract,
+                lambda: args,
+                run=run,
+                call_id=call.tool_call_id,
+                host_span=find_host_span(TOOL, tool_name=name),
+            )
+        except Exception as ours:
+            record_internal_error(run.span, "opening a pydantic-ai tool call", ours)
+            return None
+
+
+class _SeamModel(WrapperModel):
+    """Sees each request exactly as the model receives it, and the response it returned."""
+
+    def __init__(self, wrapped: Model, seams: ContextIntegrity) -> None:
+        super().__init__(wrapped)
+        self._seams = seams
+
+    async def request(
+        self,
+        messages: list[pm.ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> pm.ModelResponse:
+        call = self._seams.compose(messages, model_request_parameters, self.model_name)
+        try:
+            response = await super().request(messages, model_settings, model_request_parameters)
+        except BaseException as error:
+            if call is not None:
+                call.end(error)
+            raise
+        self._seams.choice(call, response, model_request_parameters)
+        return response
+
+    @asynccontextmanager
+    async def request_stream(
+        self,
+        messages: list[pm.ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+        run_context: RunContext[Any] | None = None,
+    ) -> AsyncIterator[StreamedResponse]:
+        call = self._seams.compose(messages, model_request_parameters, self.model_name)
+        try:
+            async with super().request_stream(
+                messages, model_settings, model_request_parameters, run_context
+            ) as streamed:
+                yield streamed
+        except BaseException as error:
+            if call is not None:
+                call.end(error)
+            raise
+        try:
+            response = streamed.get()
+        except Exception as ours:
+            record_internal_error(
+                call.span if call is not None else None, "reading a streamed response", ours
+            )
+            if call is not None:
+                call.end()
+            return
+        self._seams.choice(call, response, model_request_parameters)
+
+
+# ── Arming every agent ──────────────────────────────────────────────────
+
+_original_iter: Callable[..., Any] | None = None
+
+
+def _is_ours(capability: object) -> bool:
+    return isinstance(capability, ContextIntegrity)
+
+
+def _with_ours(agent: Any, given: Sequence[Any] | None) -> list[Any] | Sequence[Any] | None:
+    """The run's capabilities with ours added, unless the run or the agent already has it."""
+    if given is not None and any(_is_ours(c) for c in given):
+        return given
+    root = getattr(agent, "root_capability", None)
+    if isinstance(root, AbstractCapability) and any(_is_ours(c) for c in leaf_capabilities(root)):
+        return given
+    return [*(given or ()), ContextIntegrity()]
+
+
+def instrument_all() -> None:
+    """Arm every pydantic-ai agent run in this process, agents created earlier included."""
+    global _original_iter
+    if _original_iter is not None:
+        return
+    original: Callable[..., Any] = Agent.iter
+    _original_iter = original
+
+    @functools.wraps(original)
+    def iter_with_context_integrity(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            kwargs["capabilities"] = _with_ours(self, kwargs.get("capabilities"))
+        except Exception as ours:
+            record_internal_error(None, "arming a pydantic-ai run", ours)
+        return original(self, *args, **kwargs)
+
+    setattr(Agent, "iter", iter_with_context_integrity)  # noqa: B010 - a method is assigned, mypy refuses the dot
+
+
+def uninstrument_all() -> None:
+    """Undo :func:`instrument_all`; a capability attached by hand stays."""
+    global _original_iter
+    original, _original_iter = _original_iter, None
+    if original is not None:
+        setattr(Agent, "iter", original)  # noqa: B010
