@@ -38,6 +38,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from pydantic import BaseModel
 from pydantic_ai import Agent
 from pydantic_ai import messages as pm
 from pydantic_ai.capabilities import AbstractCapability
@@ -166,7 +167,13 @@ def answer_text(output: object) -> str:
     if isinstance(output, str):
         return output
     try:
-        return bounded_json(output, MAX_ATTRIBUTE_CHARS)
+        if isinstance(output, BaseModel):
+            plain: object = output.model_dump(mode="json")
+        elif dataclasses.is_dataclass(output) and not isinstance(output, type):
+            plain = dataclasses.asdict(output)
+        else:
+            plain = output
+        return bounded_json(plain, MAX_ATTRIBUTE_CHARS)
     except Exception:
         return clip(type(output).__name__, MAX_ATTRIBUTE_CHARS)
 
@@ -469,6 +476,11 @@ def _with_ours(agent: Any, given: Sequence[Any] | None) -> list[Any] | Sequence[
     if isinstance(root, AbstractCapability) and any(_is_ours(c) for c in leaf_capabilities(root)):
         return given
     return [*(given or ()), ContextIntegrity()]
+
+
+def armed() -> bool:
+    """Whether :func:`instrument_all` is in force."""
+    return _original_iter is not None
 
 
 def instrument_all() -> None:
