@@ -280,8 +280,30 @@ class TestLunRows:
         agent = lun_agent("declare_tool", script, telemetry)
         with ci.run("map it", agent_name="storage") as outer:
             agent.run_sync("Map host group vdi-a.")
-        assert len(telemetry.summaries()) == 1
         assert [f.kind for f in outer.findings] == ["column-type-mismatch"]
+        nothing_doubled(telemetry, requests=2, tool_calls=1)
+        self.the_summary_is_the_host_runs(telemetry)
+        (grouping,) = telemetry.named(names.user_run_span_name("storage"))
+        (run,) = operation(telemetry, names.OPERATION_INVOKE_AGENT)
+        assert run.parent is not None and grouping.context is not None
+        assert run.parent.span_id == grouping.context.span_id
+
+    @staticmethod
+    def the_summary_is_the_host_runs(telemetry: Telemetry) -> None:
+        summary = the_summary_under_the_host_run(telemetry)
+        assert attrs(summary)[names.row_attribute("column-type-mismatch", "write", "findings")] == 1
+
+    def test_a_users_ci_run_without_host_telemetry_stays_the_run_span(self, telemetry: Telemetry) -> None:
+        telemetry.configure(check_column_types="warn")
+        agent = lun_agent("declare_tool", lun_script(), telemetry)
+        agent.instrument = False
+        with ci.run("map it", agent_name="storage"):
+            agent.run_sync("Map host group vdi-a.")
+        (run,) = operation(telemetry, names.OPERATION_INVOKE_AGENT)
+        assert run.name == names.run_span_name("storage") and not is_pydantic_ai(run)
+        (summary,) = telemetry.summaries()
+        assert summary.parent is not None and run.context is not None
+        assert summary.parent.span_id == run.context.span_id
 
     def test_a_declaration_the_agent_never_offers_is_one_warning_per_run(
         self, telemetry: Telemetry, caplog: pytest.LogCaptureFixture

@@ -127,20 +127,69 @@ def _request_messages(request: pm.ModelRequest, system: list[str]) -> list[Messa
     return out
 
 
+# One message as the judge reads it: its messages, and the system prompts it carried.
+_Converted = tuple[tuple[Message, ...], tuple[str, ...]]
+
+
+def _convert(message: pm.ModelMessage) -> _Converted:
+    system: list[str] = []
+    if isinstance(message, pm.ModelRequest):
+        return tuple(_request_messages(message, system)), tuple(system)
+    if isinstance(message, pm.ModelResponse):
+        text = "\n".join(p.content for p in message.parts if isinstance(p, pm.TextPart))
+        return (Message("assistant", text, tool_calls=_calls(message.parts)),), ()
+    return (), ()
+
+
+class MessageCache:
+    """Conversions of the messages a run already sent, by identity.
+
+    A run's history grows by a message or two per request and pydantic-ai sends the same message
+    objects again each time, so converting only the new ones keeps a long run linear. The newest
+    message is always converted afresh (it may still be filled in); an entry holds its message, so
+    an identity is never reused while it is cached; past the bound the cache starts over.
+    """
+
+    __slots__ = ("_entries",)
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[pm.ModelMessage, _Converted]] = {}
+
+    def convert(self, message: pm.ModelMessage, *, newest: bool) -> _Converted:
+        if newest:
+            return _convert(message)
+        entry = self._entries.get(id(message))
+        if entry is not None and entry[0] is message:
+            return entry[1]
+        converted = _convert(message)
+        if len(self._entries) >= MAX_CACHED_MESSAGES:
+            self._entries.clear()
+        self._entries[id(message)] = (message, converted)
+        return converted
+
+
+MAX_CACHED_MESSAGES: Final = 4096
+
+
 def frame_of(
-    messages: Sequence[pm.ModelMessage], parameters: ModelRequestParameters, model: str | None
+    messages: Sequence[pm.ModelMessage],
+    parameters: ModelRequestParameters,
+    model: str | None,
+    cache: MessageCache | None = None,
 ) -> RequestFrame:
     """The request as the model receives it: instructions, messages with tool results, tools offered."""
     system: list[str] = []
     out: list[Message] = []
     latest_instructions: str | None = None
-    for message in messages:
+    last = len(messages) - 1
+    for index, message in enumerate(messages):
+        converted, prompts = (
+            cache.convert(message, newest=index == last) if cache is not None else _convert(message)
+        )
+        out.extend(converted)
+        system.extend(prompts)
         if isinstance(message, pm.ModelRequest):
-            out.extend(_request_messages(message, system))
             latest_instructions = message.instructions or latest_instructions
-        elif isinstance(message, pm.ModelResponse):
-            text = "\n".join(p.content for p in message.parts if isinstance(p, pm.TextPart))
-            out.append(Message("assistant", text, tool_calls=_calls(message.parts)))
     parts = parameters.instruction_parts
     if parts:
         system.extend(p.content for p in parts if isinstance(p.content, str))
@@ -261,6 +310,7 @@ class ContextIntegrity(AbstractCapability[Any]):
     _declared: _Declarations = field(default_factory=_Declarations, init=False, repr=False, compare=False)
     _offered: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
     _requested: bool = field(default=False, init=False, repr=False, compare=False)
+    _messages: MessageCache = field(default_factory=MessageCache, init=False, repr=False, compare=False)
 
     async def for_run(self, ctx: RunContext[Any]) -> AbstractCapability[Any]:
         # Each run gets its own instance: its state is that run's alone, however many run at once.
@@ -272,7 +322,9 @@ class ContextIntegrity(AbstractCapability[Any]):
             self._declared = declare_agent_tools(ctx.agent)
             enclosing = current_run()
             if enclosing is not None and enclosing not in _host_runs and enclosing.judge is not None:
-                return None  # the user's ci.run around this host run: joined, never doubled
+                # The user's ci.run around this host run: joined, never doubled.
+                enclosing.host_run_began(find_host_span(AGENT))
+                return None
             agent = ctx.agent
             prompt = ctx.prompt if isinstance(ctx.prompt, str) else None
             run = Run(
@@ -342,7 +394,7 @@ class ContextIntegrity(AbstractCapability[Any]):
         if run is None:
             return None
         try:
-            frame = frame_of(messages, parameters, model_name)
+            frame = frame_of(messages, parameters, model_name, self._messages)
             self._requested = True
             self._offered.update(t.name for t in frame.tools)
             return run.request(frame, model=model_name, host_span=find_host_span(CHAT))

@@ -74,6 +74,15 @@ def run_span_name(agent: str) -> str:
     return f"{OPERATION_INVOKE_AGENT} {agent}"
 
 
+# A ``ci.run`` written around a framework's own run: the framework's ``invoke_agent`` is the run,
+# and ours becomes a plain grouping span under this name and operation, never a second invoke_agent.
+OPERATION_USER_RUN: Final = "context_integrity.run"
+
+
+def user_run_span_name(agent: str) -> str:
+    return f"{OPERATION_USER_RUN} {agent}"
+
+
 def chat_span_name(model: str) -> str:
     return f"{OPERATION_CHAT} {model}"
 

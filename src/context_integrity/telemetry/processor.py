@@ -72,6 +72,11 @@ class DispositionSpanProcessor(SpanProcessor):
                     dropped,
                 )
 
+    def forget(self, span_id: int) -> None:
+        """The run span ``span_id`` will have its summary written elsewhere (:meth:`emit_under`)."""
+        with self._lock:
+            self._expected.pop(span_id, None)
+
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         return None
 

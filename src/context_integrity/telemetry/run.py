@@ -205,6 +205,9 @@ class Run:
         self._inst: Instrumentation | None = None
         self._run_token: contextvars.Token[Run | None] | None = None
         self._pending_call_ids: dict[str, list[str]] = {}
+        # The framework runs this one was written around (their own run spans), when there are any.
+        self._host_runs: list[Span] = []
+        self._host_run_count = 0
 
     @property
     def adopted(self) -> bool:
@@ -264,7 +267,12 @@ class Run:
         held = self._held
         if held is not None:
             try:
-                if not held.owned:
+                inst = self._inst
+                if held.owned and self._host_run_count == 1 and inst is not None and inst.processor:
+                    # Written around exactly one framework run: that run's own span is the run span.
+                    inst.processor.forget(held.span.get_span_context().span_id)
+                    self._emit_summary_under(self._host_runs[0])
+                elif not held.owned:
                     # The host ends its own run span, later and out of our sight: the summary goes
                     # under it now, while this run's ledger is final.
                     self._emit_summary_under(held.span)
@@ -326,6 +334,27 @@ class Run:
             return
         with trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
             yield
+
+    def host_run_began(self, host_span: Span | None) -> None:
+        """A framework's own run began inside this one (a ``ci.run`` written around it).
+
+        The framework's run span is the run: ours, when we opened one, is renamed to a plain
+        ``context_integrity.run`` grouping span, so the trace holds one ``invoke_agent``. The judge
+        stays this run's, so one summary covers the framework's run and anything reported by hand
+        around it; it goes under the framework's run span when there was exactly one.
+        Without a host span (the framework's telemetry is off) ours stays the run span.
+        """
+        held = self._held
+        if host_span is None or held is None or not held.owned:
+            return
+        try:
+            self._host_run_count += 1
+            if not self._host_runs:
+                self._host_runs.append(host_span)
+                held.span.update_name(names.user_run_span_name(self.agent_name))
+                held.span.set_attribute(names.GEN_AI_OPERATION_NAME, names.OPERATION_USER_RUN)
+        except Exception as ours:
+            record_internal_error(held.span, "joining a framework run", ours)
 
     # ── reading the run ────────────────────────────────────────────────
     def ledger(self) -> list[LedgerRow]:
