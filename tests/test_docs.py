@@ -75,7 +75,7 @@ def test_every_emitted_name_is_in_the_telemetry_table() -> None:
 def test_every_dotted_name_in_the_table_exists_in_the_names_module() -> None:
     table = README.split("## Telemetry contract", 1)[1].split("\n## ", 1)[0]
     known = {value for value in vars(names).values() if isinstance(value, str)}
-    prefixes = (names.WITNESS_PREFIX, names.TOTALS_PREFIX, names.ROW_PREFIX)
+    prefixes = (names.WITNESS_PREFIX, names.TOTALS_PREFIX, names.ROW_PREFIX, names.DIAL_PREFIX)
     for token in re.findall(r"`((?:context_integrity|gen_ai)\.[a-z_.<>{}]+)`", table):
         if "<" in token or token.endswith("."):
             assert token.startswith(prefixes), token

@@ -20,6 +20,7 @@ The laws under test:
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 import logging
@@ -44,7 +45,7 @@ from pydantic_ai import Agent, RunContext
 from pydantic_ai import messages as pm
 from pydantic_ai.capabilities import ProcessHistory
 from pydantic_ai.models import ModelRequestParameters
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 from pydantic_ai.models.instrumented import InstrumentationSettings
 from tests.conftest import Telemetry
 
@@ -256,12 +257,13 @@ class TestLunRows:
         assert attrs(summary)[names.POSTURE] == "enforce"
         assert attrs(summary)[names.dial_attribute("check_column_types")] == "enforce"
 
+    @pytest.mark.parametrize("how", DECLARATIONS)
     def test_without_host_telemetry_the_genai_spans_are_ours_with_the_models_call_id(
-        self, telemetry: Telemetry
+        self, telemetry: Telemetry, how: str
     ) -> None:
         telemetry.configure(check_column_types="warn")
         script = lun_script()
-        agent = lun_agent("declare_tool", script, telemetry)
+        agent = lun_agent(how, script, telemetry)
         agent.instrument = False  # pydantic-ai's instrumentation off: it opens no span at all
         agent.run_sync("Map host group vdi-a.")
         (tool_span,) = operation(telemetry, names.OPERATION_EXECUTE_TOOL)
@@ -317,6 +319,62 @@ class TestLunRows:
         warned = [r.getMessage() for r in caplog.records if "not offered" in r.getMessage()]
         assert len(warned) == 2
         assert all("'host_group_mapping'" in w and f"'{TOOL}'" in w for w in warned)
+
+    def test_a_streamed_run_is_judged_the_same(self, telemetry: Telemetry) -> None:
+        telemetry.configure(check_column_types="warn")
+        script = lun_script()
+
+        async def stream(messages: list[pm.ModelMessage], info: AgentInfo) -> Any:
+            script.received.append(list(messages))
+            for part in script.plan.pop(0):
+                if isinstance(part, pm.ToolCallPart):
+                    yield {
+                        0: DeltaToolCall(
+                            name=part.tool_name,
+                            json_args=part.args_as_json_str(),
+                            tool_call_id=part.tool_call_id,
+                        )
+                    }
+                elif isinstance(part, pm.TextPart):
+                    yield part.content
+
+        agent: Agent[None, str] = hosted(
+            Agent(FunctionModel(stream_function=stream), name="storage"), telemetry
+        )
+        ci.declare_tool(TOOL, result_columns=LUN_COLUMNS)
+
+        @agent.tool_plain(name=TOOL)
+        def mappings(host_group: str) -> list[dict[str, Any]]:
+            return _rows()
+
+        async def go() -> str:
+            async with agent.run_stream("Map host group vdi-a.") as streamed:
+                return await streamed.get_output()
+
+        assert asyncio.run(go()) == "vdi-a maps two LUNs."
+        ((span, finding),) = all_findings(telemetry)
+        assert is_pydantic_ai(span) and finding[names.GEN_AI_TOOL_CALL_ID] == "call_lun"
+        assert len(telemetry.summaries()) == 1
+
+
+# ── never break the agent ────────────────────────────────────────────────
+
+
+@pytest.mark.parametrize("broken", ["frame_of", "response_of", "declare_agent_tools", "answer_text"])
+def test_our_own_failure_never_reaches_the_agent(
+    telemetry: Telemetry, monkeypatch: pytest.MonkeyPatch, broken: str
+) -> None:
+    telemetry.configure(check_column_types="enforce")
+
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a bug of ours")
+
+    monkeypatch.setattr(integration, broken, fail)
+    script = lun_script()
+    result = lun_agent("metadata", script, telemetry).run_sync("Map host group vdi-a.")
+    assert result.output == "vdi-a maps two LUNs."
+    assert len(script.received) == 2
+    assert len(telemetry.summaries()) == 1
 
 
 # ── capture_content never writes over the host nor records the run context ──

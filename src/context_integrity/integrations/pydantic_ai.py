@@ -320,6 +320,9 @@ class ContextIntegrity(AbstractCapability[Any]):
     def _open(self, ctx: RunContext[Any]) -> Run | None:
         try:
             self._declared = declare_agent_tools(ctx.agent)
+        except Exception as ours:  # the run is still judged with what was declared before
+            record_internal_error(None, "reading a pydantic-ai agent's declarations", ours)
+        try:
             enclosing = current_run()
             if enclosing is not None and enclosing not in _host_runs and enclosing.judge is not None:
                 # The user's ci.run around this host run: joined, never doubled.
