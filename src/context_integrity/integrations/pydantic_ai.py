@@ -273,8 +273,8 @@ class _Declarations:
 def declare_agent_tools(agent: object) -> _Declarations:
     """Put the agent's own declarations in the book, under the names the model sees.
 
-    A tool's ``metadata`` declaration wins over a ``@ci.tool`` on its function, which wins over
-    nothing; ``ci.declare_tool`` by the framework name stays as declared. A bad metadata
+    A tool's own ``metadata`` declaration wins; then ``ci.declare_tool`` by the framework's name;
+    then a ``@ci.tool`` on its function, re-declared under the framework's name. A bad metadata
     declaration is logged naming the tool, the field and the fix: at run time it never raises.
     """
     out = _Declarations()
@@ -292,6 +292,8 @@ def declare_agent_tools(agent: object) -> _Declarations:
                 continue
             if decorated.name != name:
                 out.superseded.add(decorated.name)
+            if CONTRACTS.get(name) is not None:
+                continue  # declared by the framework's name already: that declaration stands
             contract = dataclasses.replace(decorated, name=name)
         if CONTRACTS.get(name) != contract:
             CONTRACTS.declare(contract)
@@ -397,7 +399,10 @@ class ContextIntegrity(AbstractCapability[Any]):
         if run is None:
             return None
         try:
-            frame = frame_of(messages, parameters, model_name, self._messages)
+            judge = run.judge
+            # The messages are read only when a check at compose or choice will look at them.
+            reads = judge is not None and bool(judge.armed["compose"] or judge.armed["choice"])
+            frame = frame_of(messages if reads else (), parameters, model_name, self._messages)
             self._requested = True
             self._offered.update(t.name for t in frame.tools)
             return run.request(frame, model=model_name, host_span=find_host_span(CHAT))
