@@ -54,7 +54,7 @@ from context_integrity.checks.unsupported_argument import ArmedCall, check_unsup
 from context_integrity.integrations import pydantic_ai as integration
 from context_integrity.integrations import supported_names
 from context_integrity.judge.seams import RunJudge
-from context_integrity.protocol import frame_ground
+from context_integrity.loop import frame_ground
 from context_integrity.telemetry import names
 from context_integrity.telemetry.setup import sdk_provider_of
 

@@ -56,8 +56,9 @@ from pydantic_ai.tools import ToolDefinition as PaiToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 
 from ..contracts import DeclarationError, ToolContract, define_contract
+from ..ledger import CheckerDeadError
 from ..limits import MAX_ATTRIBUTE_CHARS
-from ..protocol import Message, ModelResponse, RequestFrame, ToolCall, ToolDefinition
+from ..loop import Message, ModelResponse, RequestFrame, ToolCall, ToolDefinition
 from ..telemetry.emit import record_internal_error
 from ..telemetry.run import ModelCall, Run, ToolScope, current_run
 from ..telemetry.setup import CONTRACTS
@@ -373,6 +374,8 @@ class ContextIntegrity(AbstractCapability[Any]):
             self._warn_unoffered()
             if opened is not None:
                 opened.__exit__(type(error) if error is not None else None, error, None)
+        except CheckerDeadError:
+            raise  # dev posture asked for exactly this: a run whose check is dead fails loudly
         except Exception as ours:
             record_internal_error(None, "ending a pydantic-ai run", ours)
 
