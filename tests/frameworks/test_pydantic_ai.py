@@ -758,6 +758,23 @@ def test_with_logfire_configured_one_trace_nothing_doubled_findings_on_adopted_s
     assert summary["parent"] == run["id"]
 
 
+def test_with_openinference_nothing_doubled_and_findings_on_the_spans_it_maps(telemetry: Telemetry) -> None:
+    if importlib.util.find_spec("openinference.instrumentation.pydantic_ai") is None and not os.environ.get(
+        "CI"
+    ):
+        pytest.skip("openinference-instrumentation-pydantic-ai is not installed")
+    from openinference.instrumentation.pydantic_ai import OpenInferenceSpanProcessor
+
+    telemetry.provider.add_span_processor(OpenInferenceSpanProcessor())
+    telemetry.configure(check_column_types="warn")
+    lun_agent("ci.tool below", lun_script(), telemetry).run_sync("Map host group vdi-a.")
+    nothing_doubled(telemetry, requests=2, tool_calls=1)
+    ((span, finding),) = all_findings(telemetry)
+    assert attrs(span)[names.OPENINFERENCE_SPAN_KIND] == names.OPENINFERENCE_KIND_TOOL
+    assert finding[names.GEN_AI_TOOL_CALL_ID] == "call_lun"
+    the_summary_under_the_host_run(telemetry)
+
+
 # ── nested runs: an agent run inside a tool is its own run ──────────────
 
 
