@@ -58,7 +58,7 @@ from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 from ..contracts import DeclarationError, ToolContract, define_contract
 from ..ledger import CheckerDeadError
 from ..limits import MAX_ATTRIBUTE_CHARS
-from ..loop import Message, ModelResponse, RequestFrame, ToolCall, ToolDefinition
+from ..loop import Message, ModelResponse, RequestFrame, ToolCall, ToolDefinition, content_text
 from ..telemetry.emit import record_internal_error
 from ..telemetry.run import ModelCall, Run, ToolScope, current_run
 from ..telemetry.setup import CONTRACTS
@@ -111,8 +111,15 @@ def _request_messages(request: pm.ModelRequest, system: list[str]) -> list[Messa
         elif isinstance(part, pm.UserPromptPart):
             out.append(Message("user", _user_content(part.content)))
         elif isinstance(part, pm.ToolReturnPart):
+            # Rendered here, once per run for each result (see MessageCache), as the judge would
+            # render it: the frame-reading checks read text, and a long run re-sends every result.
             out.append(
-                Message("tool", part.content, tool_name=part.tool_name, tool_call_id=part.tool_call_id)
+                Message(
+                    "tool",
+                    content_text(part.content),
+                    tool_name=part.tool_name,
+                    tool_call_id=part.tool_call_id,
+                )
             )
         elif isinstance(part, pm.RetryPromptPart):
             out.append(
