@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import logging
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -64,14 +65,19 @@ from ..telemetry.run import ModelCall, Run, ToolScope, current_run
 from ..telemetry.setup import CONTRACTS
 from ..telemetry.spans import AGENT, CHAT, TOOL, find_host_span
 from ..text import bounded_json, clip
-from .functions import contract_of, judged_by_host
+from .functions import contract_of, declare_tool, judged_by_host
 
 logger = logging.getLogger("context_integrity")
 
 CAPABILITY_ID: Final = "context_integrity"
 # The key of a pydantic-ai tool's ``metadata`` holding its declaration.
 METADATA_KEY: Final = "context_integrity"
-_METADATA_FIELDS: Final = ("result_columns", "arguments_from", "input_schema", "description")
+# Exactly the fields declare_tool takes, read from it so the two never drift apart.
+_METADATA_FIELDS: Final = tuple(
+    p.name
+    for p in inspect.signature(declare_tool).parameters.values()
+    if p.kind is inspect.Parameter.KEYWORD_ONLY
+)
 
 # Runs this integration opened for a host run (as opposed to a ``ci.run`` the user wrote): a host
 # run found open around another host run is an outer agent whose tool runs an inner agent.
@@ -253,7 +259,8 @@ def _declaration_from_metadata(name: str, metadata: object) -> ToolContract | No
             f"Tool {name!r}: metadata[{METADATA_KEY!r}] has unknown field(s) {', '.join(map(repr, unknown))}. "
             f"The fields are those of declare_tool: {', '.join(_METADATA_FIELDS)}."
         )
-    return define_contract(name, **{key: declared[key] for key in _METADATA_FIELDS if key in declared})
+    fields = {key: declared[key] for key in _METADATA_FIELDS if key in declared}
+    return define_contract(name, **fields)
 
 
 def _function_tools(agent: object) -> list[tuple[str, Any]]:
