@@ -56,7 +56,7 @@ from context_integrity.integrations import supported_names
 from context_integrity.judge.seams import RunJudge
 from context_integrity.loop import frame_ground
 from context_integrity.telemetry import names
-from context_integrity.telemetry.setup import sdk_provider_of
+from context_integrity.telemetry.setup import CONTRACTS, sdk_provider_of
 
 ROOT = Path(__file__).resolve().parents[2]
 LUN_ROWS = [
@@ -803,3 +803,16 @@ def test_an_agent_run_inside_a_tool_is_its_own_run_with_its_own_summary(telemetr
 def _disarmed_after() -> Iterator[None]:
     yield
     integration.uninstrument_all()
+
+
+@pytest.fixture(autouse=True)
+def _only_this_tests_declarations() -> Iterator[None]:
+    """The book is process-wide, and modules imported elsewhere declare tools of the same names."""
+    before = list(CONTRACTS)
+    for contract in before:
+        CONTRACTS.forget(contract.name)
+    yield
+    for name in CONTRACTS.names():
+        CONTRACTS.forget(name)
+    for contract in before:
+        CONTRACTS.declare(contract)

@@ -288,9 +288,10 @@ class _Declarations:
 def declare_agent_tools(agent: object) -> _Declarations:
     """Put the agent's own declarations in the book, under the names the model sees.
 
-    A tool's own ``metadata`` declaration wins; then ``ci.declare_tool`` by the framework's name;
-    then a ``@ci.tool`` on its function, re-declared under the framework's name. A bad metadata
-    declaration is logged naming the tool, the field and the fix: at run time it never raises.
+    The declaration closest to the tool wins: its own ``metadata``, then a ``@ci.tool`` on the
+    function it runs (re-declared under the framework's name), then ``ci.declare_tool`` by name. A
+    bad metadata declaration is logged naming the tool, the field and the fix: at run time it
+    never raises.
     """
     out = _Declarations()
     for name, pai_tool in _function_tools(agent):
@@ -307,8 +308,6 @@ def declare_agent_tools(agent: object) -> _Declarations:
                 continue
             if decorated.name != name:
                 out.superseded.add(decorated.name)
-            if CONTRACTS.get(name) is not None:
-                continue  # declared by the framework's name already: that declaration stands
             contract = dataclasses.replace(decorated, name=name)
         if CONTRACTS.get(name) != contract:
             CONTRACTS.declare(contract)
