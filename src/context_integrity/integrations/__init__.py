@@ -14,7 +14,10 @@ from __future__ import annotations
 
 from typing import Final
 
-SUPPORTED: Final[tuple[tuple[str, str], ...]] = (("langchain", "context_integrity.integrations.langchain"),)
+SUPPORTED: Final[tuple[tuple[str, str], ...]] = (
+    ("langchain", "context_integrity.integrations.langchain"),
+    ("openai_agents", "context_integrity.integrations.openai_agents"),
+)
 
 
 def supported_names() -> tuple[str, ...]:

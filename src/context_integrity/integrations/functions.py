@@ -9,9 +9,10 @@ declaration; nothing a tool later returns makes a wrapper raise.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import inspect
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Set
 from typing import Any, ParamSpec, TypeVar, overload
 
 from ..contracts import ToolContract, define_contract
@@ -23,8 +24,42 @@ from ..telemetry.setup import CONTRACTS
 P = ParamSpec("P")
 R = TypeVar("R")
 
+# The decorated tools whose calls a framework integration judges itself, at the host's own seam
+# (the function decorated under a framework's tool decorator): inside such a host run their
+# wrapper steps aside, so each call is judged once, under the name the framework gave it.
+_judged_by_host: contextvars.ContextVar[Set[str]] = contextvars.ContextVar(
+    "context_integrity_judged_by_host", default=frozenset()
+)
+
+
+def judged_by_host(names: Set[str]) -> contextvars.Token[Set[str]]:
+    """Within this context, the decorated tools ``names`` are judged by the host integration."""
+    return _judged_by_host.set(names)
+
+
+def release_to_wrappers(token: contextvars.Token[Set[str]]) -> None:
+    """Undo :func:`judged_by_host`."""
+    _judged_by_host.reset(token)
+
+
+def _is_agents_tool(target: object) -> bool:
+    """Whether ``target`` is an OpenAI Agents SDK ``FunctionTool``, known without importing the SDK."""
+    return any(cls.__name__ == "FunctionTool" and cls.__module__.startswith("agents.") for cls in type(target).__mro__)
+
+
+def _framework_tool_name(target: object) -> str | None:
+    """The name a framework's tool object shows the model, when ``target`` is one (LangChain's
+    ``BaseTool``, the Agents SDK's ``FunctionTool``): its integration judges its calls, so it is
+    declared under that name, not wrapped."""
+    if not (_is_langchain_tool(target) or _is_agents_tool(target)):
+        return None
+    name = getattr(target, "name", None)
+    return name if isinstance(name, str) else ""
+
 
 def _open_call(contract: ToolContract, arguments: Callable[[], Mapping[str, Any]]) -> ToolScope | None:
+    if contract.name in _judged_by_host.get():
+        return None
     try:
         return ToolScope(contract, arguments)
     except Exception as ours:
@@ -152,11 +187,11 @@ def tool(
     """
 
     def decorate(target: Callable[P, R]) -> Callable[P, R]:
-        if _is_langchain_tool(target):
-            # Above LangChain's @tool: the tool object is LangChain's, and so is its name. The
-            # declaration goes under that name; the integration's middleware judges its calls.
+        framework_name = _framework_tool_name(target)
+        if framework_name is not None:
+            # Above the framework's decorator: the framework's name is the one the model calls.
             declare_tool(
-                str(getattr(target, "name", "")),
+                framework_name,
                 result_columns=result_columns,
                 arguments_from=arguments_from,
                 input_schema=input_schema,

@@ -91,7 +91,9 @@ class ToolScope:
     """One tool call in flight: its span (ours or the host's), its judge and its call id.
 
     ``host_span`` is the host's ``execute_tool`` span when an integration holds it; without it
-    the current span is adopted when it is the host's span for this very tool.
+    the current span is adopted when it is the host's span for this very tool. Without
+    ``activate`` a span we start is not made current: for a host that opens the call in one task
+    and finishes it in another, where a context attached in the first cannot be detached.
     """
 
     __slots__ = ("_held", "arguments", "call_id", "contract", "inst", "judge", "span")
@@ -104,6 +106,7 @@ class ToolScope:
         run: Run | None = None,
         call_id: str | None = None,
         host_span: Span | None = None,
+        activate: bool = True,
     ) -> None:
         self.contract = contract
         self.arguments = arguments
@@ -134,6 +137,7 @@ class ToolScope:
             host=adopted,
             tool_name=contract.name,
             search=False,
+            activate=activate,
         )
         self.span = held.span
 
