@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -617,3 +619,40 @@ async def test_with_openinference_a_request_finding_lands_on_its_turn_span(openi
     ((span_name, finding),) = _all_findings(telemetry)
     assert span_name == "turn" and finding[names.FINDING_KIND] == "dangling-reference"
     assert not [s for s in telemetry.finished() if s.name.startswith(names.OPERATION_CHAT)]
+
+
+async def test_with_openinference_a_nested_run_is_summarised_under_its_own_run_span(
+    openinference: Telemetry,
+) -> None:
+    telemetry = openinference
+    telemetry.configure(check_column_types="warn")
+    ci.declare_tool("lun_mappings", result_columns=LUN_COLUMNS)
+    inner, _ = _lun_agent("inner", traces=True)
+    outer = Agent(
+        name="outer",
+        model=_model(
+            [function_call("ask_inner", {"input": "map"}, call_id="o1")],
+            [assistant_message("ok")],
+            traces=True,
+        ),
+        tools=[inner.as_tool("ask_inner", "Ask the storage agent.")],
+    )
+    await Runner.run(outer, "go")
+    spans = telemetry.finished()
+    assert len({s.context.trace_id for s in spans if s.context is not None}) == 1
+    by_id = {_span_id(s): s for s in spans}
+    parents = [by_id[p] for s in telemetry.summaries() if (p := _parent_id(s)) is not None]
+    assert len(parents) == 2 and all(_kind(p) == "CHAIN" for p in parents)
+    (nested,) = [p for p in parents if p.parent is not None and _kind(by_id[p.parent.span_id]) == "TOOL"]
+    assert by_id[_parent_id(nested) or 0].name == "ask_inner"
+
+
+def test_the_readme_example_runs_and_the_model_reads_the_refusal(armed: Telemetry) -> None:
+    armed.configure()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("## The OpenAI Agents SDK", 1)[1].split("\n## ", 1)[0]
+    (example,) = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    scope: dict[str, Any] = {}
+    exec(compile(example, "README.md", "exec"), scope)
+    (read,) = _outputs(scope["model"], 1).values()
+    assert read.startswith("Result rejected") and "'logical_unit_number': ''" not in read

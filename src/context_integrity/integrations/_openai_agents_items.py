@@ -25,6 +25,8 @@ _ROLES: dict[str, Role] = {
 
 
 def _get(item: object, key: str) -> Any:
+    if type(item) is dict:  # the usual shape, read without the Mapping ABC's isinstance
+        return item.get(key)
     if isinstance(item, Mapping):
         return item.get(key)
     return getattr(item, key, None)
@@ -58,14 +60,27 @@ def arguments_of(raw: object) -> Mapping[str, Any]:
     return parsed if isinstance(parsed, dict) else {}
 
 
-def _call_of(item: object) -> ToolCall | None:
+# A run's history comes back whole every turn: each call is read once, by id, and kept.
+CallMemo = dict[tuple[str, object], ToolCall]
+
+
+def _call_of(item: object, memo: CallMemo | None = None) -> ToolCall | None:
     name, call_id = _get(item, "name"), _get(item, "call_id")
     if not isinstance(name, str) or not isinstance(call_id, str):
         return None
-    return ToolCall(name=name, call_id=call_id, arguments=arguments_of(_get(item, "arguments")))
+    raw = _get(item, "arguments")
+    key = (call_id, raw if isinstance(raw, str) else id(raw))
+    if memo is not None:
+        known = memo.get(key)
+        if known is not None and known.name == name:
+            return known
+    call = ToolCall(name=name, call_id=call_id, arguments=arguments_of(raw))
+    if memo is not None and isinstance(raw, str):
+        memo[key] = call
+    return call
 
 
-def messages_of(items: Iterable[object]) -> list[Message]:
+def messages_of(items: Iterable[object], memo: CallMemo | None = None) -> list[Message]:
     """The input items as messages: consecutive function calls are one assistant message's calls,
     each output a tool message named after the call it answers."""
     messages: list[Message] = []
@@ -80,7 +95,7 @@ def messages_of(items: Iterable[object]) -> list[Message]:
     for item in items:
         kind = _get(item, "type")
         if kind == "function_call":
-            call = _call_of(item)
+            call = _call_of(item, memo)
             if call is not None:
                 asked[call.call_id] = call.name
                 pending.append(call)
@@ -130,9 +145,10 @@ def frame_of(
     tools: tuple[ToolDefinition, ...],
     *,
     model: str | None,
+    memo: CallMemo | None = None,
 ) -> RequestFrame:
     return RequestFrame(
-        messages=tuple(messages_of(items)),
+        messages=tuple(messages_of(items, memo)),
         system=system_prompt if isinstance(system_prompt, str) else None,
         tools=tools,
         model=model,

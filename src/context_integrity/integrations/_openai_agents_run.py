@@ -76,6 +76,7 @@ class _HostRun:
         self.call: ModelCall | None = None
         self.tools: dict[str, ToolScope] = {}
         self.offered: dict[int, tuple[ToolDefinition, ...]] = {}
+        self.calls: items.CallMemo = {}
         self._context: contextvars.Context | None = None
 
     def open(self, host_span: Any = None, *, in_place: bool = False) -> Run:
@@ -176,10 +177,10 @@ async def _llm_start(
                 arm(tool)
         tools = items.definitions_of(listed)
     model = items.model_name(agent.model)
-    frame = items.frame_of(system_prompt, input_items, tools, model=model)
+    frame = items.frame_of(system_prompt, input_items, tools, model=model, memo=state.calls)
     # OpenInference ends its LLM span before on_llm_end: the turn span current here is the host's
     # span for this model call, so findings never land on a second chat span of ours.
-    host = foreign_current_span() if state.adopt else None
+    host = foreign_current_span() if state.adopt and run.adopted else None
     state.call = run.request(frame, model=model, host_span=host)
 
 
