@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..protocol import Message, RequestFrame, Role, ToolCall, ToolDefinition, content_text
+from ..loop import Message, RequestFrame, Role, ToolCall, ToolDefinition, content_text
 
 # The SDK's message roles, as the protocol names them ("developer" is the Responses API's system).
 _ROLES: dict[str, Role] = {

@@ -38,7 +38,7 @@ from agents.tracing import Span as SdkSpan
 from agents.tracing import Trace, add_trace_processor, get_current_span, get_trace_provider
 
 from ..contracts import ToolContract, define_contract
-from ..protocol import ToolDefinition
+from ..loop import ToolDefinition
 from ..telemetry.emit import record_internal_error
 from ..telemetry.run import ModelCall, Run, ToolScope, current_run
 from ..telemetry.setup import CONTRACTS
