@@ -44,7 +44,10 @@ def release_to_wrappers(token: contextvars.Token[Set[str]]) -> None:
 
 def _is_agents_tool(target: object) -> bool:
     """Whether ``target`` is an OpenAI Agents SDK ``FunctionTool``, known without importing the SDK."""
-    return any(cls.__name__ == "FunctionTool" and cls.__module__.startswith("agents.") for cls in type(target).__mro__)
+    return any(
+        cls.__name__ == "FunctionTool" and cls.__module__.startswith("agents.")
+        for cls in type(target).__mro__
+    )
 
 
 def _framework_tool_name(target: object) -> str | None:
