@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -60,7 +61,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .telemetry import setup as telemetry_setup
 
         if args.recording:
-            telemetry_setup.setup(recording_path=args.recording)
+            # The same service name the demo asks for: a second setup() may not change it.
+            service = os.environ.get("OTEL_SERVICE_NAME") or demo.AGENT_NAME
+            telemetry_setup.setup(recording_path=args.recording, service_name=service)
         modes = ("warn", "enforce") if args.mode == "both" else (args.mode,)
         return demo.main(sys.stdout, modes, only=args.only)
     if args.command == "report":

@@ -93,3 +93,12 @@ FIND_MAX_LIMIT: Final = 25
 FIND_MESSAGE_CHARS: Final = 300
 # Runs whose ledger an answer prints (the most recent); the others are counted.
 FIND_MAX_LEDGERS: Final = 3
+
+# An exception's stack trace on a span: the innermost frames name the bug; a recursion's
+# thousand frames, or an exception message of megabytes, must not reach the exporter.
+MAX_STACKTRACE_FRAMES: Final = 32
+MAX_STACKTRACE_CHARS: Final = 8192
+
+# How long process exit (and ci.shutdown()) waits for the exporters to take what is buffered. A
+# collector that is down must not hold the process for the SDK's tens of seconds of retries.
+EXIT_FLUSH_MILLIS: Final = 3000

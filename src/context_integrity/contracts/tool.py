@@ -9,7 +9,7 @@ from typing import Any
 from .columns import NormalizedColumn, normalize_columns
 from .errors import DeclarationError
 from .errors import refuse as _refuse
-from .grounds import assert_arguments_from, declared_enum_values
+from .grounds import assert_arguments_from, assert_enums, declared_enum_values
 
 
 def assert_tool_name(name: object) -> str:
@@ -67,6 +67,12 @@ def define_contract(
             name,
             f"once_per_run is {type(once_per_run).__name__} ({once_per_run!r}), not a boolean.",
             "Pass once_per_run=True for a tool whose effect must happen once per run, or leave it out.",
+        )
+    if input_schema is not None:
+        assert_enums(name, input_schema)
+    if description is not None and not isinstance(description, str):
+        raise _refuse(
+            name, f"description is {type(description).__name__}, not text.", "Pass a string, or leave it out."
         )
     return ToolContract(
         name=name,

@@ -15,10 +15,9 @@ import inspect
 from collections.abc import Awaitable, Callable, Mapping, Set
 from typing import Any, ParamSpec, TypeVar, overload
 
-from ..contracts import ToolContract, define_contract
+from ..contracts import DeclarationError, ToolContract, define_contract
 from ..contracts.claims import ClaimsContract, define_claims
-from ..telemetry.emit import record_internal_error
-from ..telemetry.run import ToolScope
+from ..telemetry.run import ToolScope, unopened_call
 from ..telemetry.setup import CONTRACTS
 
 P = ParamSpec("P")
@@ -60,14 +59,14 @@ def _framework_tool_name(target: object) -> str | None:
     return name if isinstance(name, str) else ""
 
 
-def _open_call(contract: ToolContract, arguments: Callable[[], Mapping[str, Any]]) -> ToolScope | None:
+def _open_call(contract: ToolContract, arguments: Callable[[], Mapping[str, Any]]) -> ToolScope | str | None:
+    """The call's scope; else the refusal to hand over (enforce cannot judge it); else ``None``."""
     if contract.name in _judged_by_host.get():
         return None
     try:
         return ToolScope(contract, arguments)
     except Exception as ours:
-        record_internal_error(None, "opening a tool span", ours)
-        return None
+        return unopened_call(contract, ours)
 
 
 def _binder(
@@ -101,6 +100,31 @@ def _binder(
     return bind
 
 
+_DECLARATION_KEYWORDS = (
+    "result_columns",
+    "arguments_from",
+    "input_schema",
+    "description",
+    "once_per_run",
+    "name",
+    "replace",
+)
+
+
+def _refuse_unknown(where: str, tool_name: object, unknown: Mapping[str, object]) -> None:
+    if not unknown:
+        return
+    import difflib  # only for a misspelled keyword: kept off the import path
+
+    word = next(iter(unknown))
+    close = difflib.get_close_matches(word, _DECLARATION_KEYWORDS, n=1)
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    raise DeclarationError(
+        f"Tool {tool_name!r}: {where} got an unknown keyword {word!r}.{hint} "
+        f"It takes: {', '.join(k for k in _DECLARATION_KEYWORDS if where != 'declare_tool()' or k != 'name')}."
+    )
+
+
 def declare_tool(
     name: str,
     *,
@@ -109,12 +133,16 @@ def declare_tool(
     input_schema: Mapping[str, Any] | None = None,
     description: str | None = None,
     once_per_run: bool = False,
+    replace: bool = False,
+    **unknown: object,
 ) -> ToolContract:
     """Declare the contract of a tool this application did not write (a framework or MCP tool).
 
     Raises :class:`~context_integrity.DeclarationError` naming the tool, the field
-    and the fix when a declaration cannot be honoured.
+    and the fix when a declaration cannot be honoured, a keyword is misspelled, or the
+    name is already declared with a different contract (pass ``replace=True`` to mean it).
     """
+    _refuse_unknown("declare_tool()", name, unknown)
     contract = define_contract(
         name,
         description=description,
@@ -123,7 +151,7 @@ def declare_tool(
         input_schema=input_schema,
         once_per_run=once_per_run,
     )
-    CONTRACTS.declare(contract)
+    CONTRACTS.declare(contract, replace=replace is True)
     return contract
 
 
@@ -168,6 +196,7 @@ def tool(
     description: str | None = None,
     input_schema: Mapping[str, Any] | None = None,
     once_per_run: bool = False,
+    replace: bool = False,
 ) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
 def tool(
     fn: Callable[P, R] | None = None,
@@ -179,6 +208,8 @@ def tool(
     description: str | None = None,
     input_schema: Mapping[str, Any] | None = None,
     once_per_run: bool = False,
+    replace: bool = False,
+    **unknown: object,
 ) -> Callable[P, R] | Callable[[Callable[P, R]], Callable[P, R]]:
     """Declare a tool's contract and instrument its calls (sync or async).
 
@@ -188,6 +219,18 @@ def tool(
     :class:`~context_integrity.DeclarationError` here, at definition; nothing
     the tool later returns can make the wrapper raise.
     """
+
+    if isinstance(fn, str):
+        raise DeclarationError(
+            f"Tool {fn!r}: ci.tool({fn!r}) passes the name where the function goes. "
+            f"Write @ci.tool(name={fn!r}) (with any other declarations as keywords)."
+        )
+    if fn is not None and not callable(fn) and _framework_tool_name(fn) is None:
+        raise DeclarationError(
+            f"ci.tool() decorates a function, and got {type(fn).__name__} {fn!r:.80}. "
+            "Write @ci.tool above a def, or @ci.tool(result_columns=..., arguments_from=...)."
+        )
+    _refuse_unknown("ci.tool()", name, unknown)
 
     def decorate(target: Callable[P, R]) -> Callable[P, R]:
         framework_name = _framework_tool_name(target)
@@ -201,6 +244,11 @@ def tool(
                 description=description,
             )
             return target
+        if not callable(target):
+            raise DeclarationError(
+                f"ci.tool(...) decorates a function, and got {type(target).__name__} {target!r:.80}. "
+                "Put it above a def."
+            )
         contract = declare_tool(
             name or str(getattr(target, "__name__", "")),
             result_columns=result_columns,
@@ -208,6 +256,7 @@ def tool(
             input_schema=input_schema,
             once_per_run=once_per_run,
             description=description or _first_line(getattr(target, "__doc__", None)),
+            replace=replace,
         )
         bind = _binder(target)
 
@@ -217,8 +266,9 @@ def tool(
             @functools.wraps(target)
             async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
                 call = _open_call(contract, bind(args, kwargs))
-                if call is None:
-                    return await async_target(*args, **kwargs)
+                if not isinstance(call, ToolScope):
+                    result = await async_target(*args, **kwargs)
+                    return result if call is None else call
                 try:
                     result = await async_target(*args, **kwargs)
                 except BaseException as error:
@@ -232,8 +282,9 @@ def tool(
         @functools.wraps(target)
         def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
             call = _open_call(contract, bind(args, kwargs))
-            if call is None:
-                return target(*args, **kwargs)
+            if not isinstance(call, ToolScope):
+                result = target(*args, **kwargs)
+                return result if call is None else call  # type: ignore[return-value]
             try:
                 result = target(*args, **kwargs)
             except BaseException as error:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 from opentelemetry import trace
 from opentelemetry.trace import Span, Status, StatusCode
@@ -21,7 +22,7 @@ from opentelemetry.util.types import AttributeValue
 
 from ..findings import Finding, kinds_of
 from ..judge.registry import REGISTRY
-from ..limits import MAX_ATTRIBUTE_CHARS
+from ..limits import MAX_ATTRIBUTE_CHARS, MAX_STACKTRACE_CHARS, MAX_STACKTRACE_FRAMES
 from ..loop import ExternalGrounding
 from ..text import bounded_json, clip, render_value
 from . import names
@@ -36,6 +37,67 @@ logger = logging.getLogger("context_integrity")
 
 # An ERROR status description is read by people in a trace UI, not parsed: a line, not a page.
 _MAX_STATUS_CHARS = 256
+
+# What an exported text becomes when the application's redaction hook raised on it.
+REDACTED: Final = "[redacted]"
+
+Redactor = Callable[[str], str]
+
+
+def redact(text: str, hook: Redactor | None) -> str:
+    """``text`` as the application's hook lets it leave (clipped); all of it redacted if the hook fails."""
+    if hook is None:
+        return clip(text, MAX_ATTRIBUTE_CHARS)
+    try:
+        out = hook(text)
+    except Exception:  # a broken hook must not leak what it was meant to hide
+        return REDACTED
+    return clip(out, MAX_ATTRIBUTE_CHARS) if isinstance(out, str) else REDACTED
+
+
+def _redacted_keys(attributes: Mapping[str, object]) -> list[str]:
+    keys = [names.FINDING_MESSAGE, names.EXTERNAL_GROUND_VALUE]
+    count = attributes.get(names.FINDING_WITNESS_COUNT)
+    for index in range(count if isinstance(count, int) else 0):
+        keys.append(names.witness_attribute(index, "value"))
+        keys.append(names.witness_attribute(index, "provenance"))
+    return keys
+
+
+def redacted(attributes: dict[str, AttributeValue], hook: Redactor | None) -> dict[str, AttributeValue]:
+    """Every witness value, provenance and message through the hook (the rest as it is)."""
+    if hook is None:
+        return attributes
+    for key in _redacted_keys(attributes):
+        value = attributes.get(key)
+        if value is not None:
+            attributes[key] = redact(value if isinstance(value, str) else str(value), hook)
+    return attributes
+
+
+def _hook() -> Redactor | None:
+    from .setup import current
+
+    inst = current()
+    return inst.redact if inst is not None else None
+
+
+def exception_message(error: BaseException) -> str:
+    """``str(error)``, or its type's name when the exception cannot even be printed. Never raises."""
+    try:
+        return str(error) or type(error).__name__
+    except Exception:
+        return f"<unprintable {type(error).__name__}>"
+
+
+def _stacktrace(error: BaseException) -> str:
+    try:
+        lines = traceback.format_exception(
+            type(error), error, error.__traceback__, limit=MAX_STACKTRACE_FRAMES
+        )
+        return clip("".join(lines), MAX_STACKTRACE_CHARS)
+    except Exception:
+        return type(error).__qualname__
 
 
 def clipped(attributes: Mapping[str, Any]) -> dict[str, AttributeValue]:
@@ -89,10 +151,27 @@ def record_judge_errors(span: Span | None, judge: RunJudge | None) -> None:
 
 
 def mark_error(span: Span, error: BaseException) -> None:
-    """Put an exception that ended an operation on its span: event, ERROR status, ``error.type``."""
-    span.record_exception(error)
-    span.set_status(Status(StatusCode.ERROR, clip(str(error) or type(error).__name__, _MAX_STATUS_CHARS)))
-    span.set_attribute(names.ERROR_TYPE, clip(type(error).__qualname__, MAX_ATTRIBUTE_CHARS))
+    """Put an exception that ended an operation on its span: event, ERROR status, ``error.type``.
+
+    Written by us rather than ``span.record_exception`` so the message and the stack trace are
+    bounded and pass the redaction hook, and an exception whose ``__str__`` raises is still recorded.
+    """
+    hook = _hook()
+    message = redact(exception_message(error), hook)
+    kind = clip(type(error).__qualname__, MAX_ATTRIBUTE_CHARS)
+    span.add_event(
+        names.EXCEPTION_EVENT,
+        {
+            names.EXCEPTION_TYPE: kind,
+            names.EXCEPTION_MESSAGE: message,
+            names.EXCEPTION_STACKTRACE: _stacktrace(error)
+            if hook is None
+            else redact(_stacktrace(error), hook),
+            names.EXCEPTION_ESCAPED: True,
+        },
+    )
+    span.set_status(Status(StatusCode.ERROR, clip(message, _MAX_STATUS_CHARS)))
+    span.set_attribute(names.ERROR_TYPE, kind)
 
 
 def mark_refused(span: Span) -> None:
@@ -137,13 +216,14 @@ class SpanEmitter:
     (which Tempo's span metrics and TraceQL select on) always cover every finding on it.
     """
 
-    __slots__ = ("count", "inst", "kinds", "span")
+    __slots__ = ("_redact", "count", "inst", "kinds", "span")
 
     def __init__(self, span: Span, inst: Instrumentation | None) -> None:
         self.span = span
         self.inst = inst
         self.count = 0
         self.kinds: list[str] = []
+        self._redact = inst.redact if inst is not None else None
 
     def findings(
         self,
@@ -163,8 +243,11 @@ class SpanEmitter:
         for index, finding in enumerate(found):
             tool = tool_name if tool_name is not None else subject_tool(finding)
             about = call_ids[index] if index < len(call_ids) else call_id
-            attributes = clipped(
-                {**finding_attributes(finding, tool_name=tool, call_id=about), **provenance(finding)}
+            attributes = redacted(
+                clipped(
+                    {**finding_attributes(finding, tool_name=tool, call_id=about), **provenance(finding)}
+                ),
+                self._redact,
             )
             self.span.add_event(names.FINDING_EVENT, attributes)
             if self.inst is not None:
@@ -186,14 +269,17 @@ class SpanEmitter:
         for excusal in excusals:
             self.span.add_event(
                 names.EXTERNAL_GROUND_EVENT,
-                clipped(
-                    {
-                        names.GEN_AI_TOOL_NAME: excusal.tool_name,
-                        names.GEN_AI_TOOL_CALL_ID: excusal.call_id,
-                        names.EXTERNAL_GROUND_PATH: excusal.path,
-                        names.EXTERNAL_GROUND_VALUE: excusal.value,
-                        names.EXTERNAL_GROUND_SOURCE: excusal.source,
-                    }
+                redacted(
+                    clipped(
+                        {
+                            names.GEN_AI_TOOL_NAME: excusal.tool_name,
+                            names.GEN_AI_TOOL_CALL_ID: excusal.call_id,
+                            names.EXTERNAL_GROUND_PATH: excusal.path,
+                            names.EXTERNAL_GROUND_VALUE: excusal.value,
+                            names.EXTERNAL_GROUND_SOURCE: excusal.source,
+                        }
+                    ),
+                    self._redact,
                 ),
             )
 
@@ -222,7 +308,7 @@ class SpanEmitter:
         context = trace.set_span_in_context(self.span)
         if inst.log_events:
             inst.event_logger.emit(
-                body=clip(finding.message, MAX_ATTRIBUTE_CHARS),
+                body=redact(finding.message, self._redact),
                 attributes=attributes,
                 event_name=names.FINDING_LOG_EVENT_NAME,
                 context=context,
@@ -230,8 +316,11 @@ class SpanEmitter:
                 severity_text=severity_text,
             )
         if inst.evaluation_events:
+            evaluation = evaluation_attributes(finding, self.span)
+            if self._redact is not None:
+                evaluation[names.GEN_AI_EVALUATION_EXPLANATION] = redact(finding.message, self._redact)
             inst.event_logger.emit(
-                attributes=evaluation_attributes(finding, self.span),
+                attributes=evaluation,
                 event_name=names.GEN_AI_EVALUATION_RESULT_EVENT,
                 context=context,
                 severity_number=severity,

@@ -2,7 +2,7 @@
 
 Dashboards, alert rules, the collector configuration, the recording reader and
 the tests all depend on these strings, so they have one owner and change only
-deliberately. This module imports nothing (not even OpenTelemetry) so that
+deliberately. This module imports only ``limits`` (not OpenTelemetry) so that
 the recording reader (``recording/``, through ``schema``) and the deployment
 tests can read it without the SDK.
 
@@ -14,6 +14,8 @@ they are our own constants rather than imports of the (deprecated, moving)
 from __future__ import annotations
 
 from typing import Final
+
+from ..limits import MAX_ATTRIBUTE_CHARS
 
 # ── Instrumentation scope ───────────────────────────────────────────────
 INSTRUMENTATION_NAME: Final = "context_integrity"
@@ -63,19 +65,26 @@ OPENINFERENCE_TOOL_NAME: Final = "tool.name"
 OPENINFERENCE_TOOL_ID: Final = "tool.id"
 
 ERROR_TYPE: Final = "error.type"
+# The exception event (OpenTelemetry semantic conventions), written by us so each string is bounded.
+EXCEPTION_EVENT: Final = "exception"
+EXCEPTION_TYPE: Final = "exception.type"
+EXCEPTION_MESSAGE: Final = "exception.message"
+EXCEPTION_STACKTRACE: Final = "exception.stacktrace"
+EXCEPTION_ESCAPED: Final = "exception.escaped"
 ERROR_RESULT_REJECTED: Final = "context_integrity.result_rejected"
 
 
+# Span names carry a host- or model-chosen name: bounded like every exported string.
 def tool_span_name(tool: str) -> str:
-    return f"{OPERATION_EXECUTE_TOOL} {tool}"
+    return f"{OPERATION_EXECUTE_TOOL} {tool[:MAX_ATTRIBUTE_CHARS]}"
 
 
 def run_span_name(agent: str) -> str:
-    return f"{OPERATION_INVOKE_AGENT} {agent}"
+    return f"{OPERATION_INVOKE_AGENT} {agent[:MAX_ATTRIBUTE_CHARS]}"
 
 
 def chat_span_name(model: str) -> str:
-    return f"{OPERATION_CHAT} {model}"
+    return f"{OPERATION_CHAT} {model[:MAX_ATTRIBUTE_CHARS]}"
 
 
 # ── Findings ────────────────────────────────────────────────────────────

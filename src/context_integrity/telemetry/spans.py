@@ -158,9 +158,11 @@ class HeldSpan:
         """
         self.detach()
         if self.owned:
-            if error is not None:
-                mark_error(self.span, error)
-            self.span.end()
+            try:
+                if error is not None:
+                    mark_error(self.span, error)
+            finally:  # however the error is recorded (or fails to be), the span ends
+                self.span.end()
 
 
 def adopt_or_start(
