@@ -36,8 +36,12 @@ LUN_ROWS = [
 
 
 def _mappings_tool(rows: Any) -> Any:
+    # The demo declares a tool of this name when it is imported: this test's contract replaces it on
+    # purpose (the fixture puts the demo's back).
     @ci.tool(
-        result_columns={"logical_unit_number": "number", "host_group": "string"}, name="host_group_mappings"
+        result_columns={"logical_unit_number": "number", "host_group": "string"},
+        name="host_group_mappings",
+        replace=True,
     )
     def host_group_mappings(host_group: str) -> Any:
         return rows

@@ -45,6 +45,13 @@ class ContractBook:
             )
         self._contracts[contract.name] = contract
 
+    def snapshot(self) -> dict[str, ToolContract]:
+        """The contracts as they stand, for :meth:`restore` (tests put the book back with it)."""
+        return dict(self._contracts)
+
+    def restore(self, snapshot: dict[str, ToolContract]) -> None:
+        self._contracts = dict(snapshot)
+
     def get(self, name: str) -> ToolContract | None:
         return self._contracts.get(name)
 
