@@ -22,9 +22,9 @@ from typing import Any
 
 
 def _sdk() -> Any:
-    from . import _openai_agents_run
+    from . import _openai_agents_hooks
 
-    return _openai_agents_run
+    return _openai_agents_hooks
 
 
 def instrument_all() -> None:
