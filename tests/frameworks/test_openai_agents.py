@@ -584,6 +584,8 @@ async def test_with_openinference_its_spans_are_adopted_one_trace_no_duplicates(
     (tool_span,) = [s for s in spans if _kind(s) == names.OPENINFERENCE_KIND_TOOL]
     assert tool_span.name == "lun_mappings"
     assert [f[names.FINDING_KIND] for f in _findings(tool_span)] == ["column-type-mismatch"]
+    assert tool_span.status.status_code is StatusCode.ERROR, "refused: the host's span says so"
+    assert _attrs(tool_span)[names.ERROR_TYPE] == names.ERROR_RESULT_REJECTED
     assert str(LUN_ROWS) not in _outputs(model, 1)["storage-lun"]
     (summary,) = telemetry.summaries()
     (run_span,) = [s for s in spans if s.context is not None and s.context.span_id == _parent_id(summary)]

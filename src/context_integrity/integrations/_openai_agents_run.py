@@ -25,10 +25,11 @@ from typing import Any, Final
 
 from agents import FunctionTool, ToolGuardrailFunctionOutput, ToolOutputGuardrail
 from agents.tool import default_tool_error_function
-from agents.tracing import get_current_span
+from agents.tracing import SpanError, get_current_span
 
 from ..contracts import ToolContract, define_contract
 from ..loop import ToolDefinition
+from ..telemetry import names
 from ..telemetry.emit import record_internal_error
 from ..telemetry.run import ModelCall, Run, ToolScope, current_run
 from ..telemetry.setup import CONTRACTS
@@ -202,6 +203,19 @@ def _failed() -> bool:
     return span is not None and getattr(span, "error", None) is not None
 
 
+def _rejected_on_sdk_span() -> None:
+    """Enforce refused the result: the SDK's own function span says so, so the host's tracing (and
+    OpenInference's TOOL span, which takes its status from it) marks the call ERROR."""
+    span = get_current_span()
+    if span is not None:
+        span.set_error(
+            SpanError(
+                message="result rejected by context_integrity",
+                data={names.ERROR_TYPE: names.ERROR_RESULT_REJECTED},
+            )
+        )
+
+
 def _guard(data: Any) -> ToolGuardrailFunctionOutput:
     """The write seam: the tool's raw result, before the SDK turns it into text."""
     try:
@@ -227,6 +241,7 @@ def _guard(data: Any) -> ToolGuardrailFunctionOutput:
             )
         if delivered is output:
             return _ALLOW
+        _rejected_on_sdk_span()
         # Enforce: the refusal is what the model reads as this call's result; not a retry prompt.
         return ToolGuardrailFunctionOutput.reject_content(str(delivered), output_info=GUARDRAIL_NAME)
     except Exception as ours:
