@@ -165,7 +165,11 @@ async def _llm_start(
                 arm(tool)
         tools = items.definitions_of(listed)
     model = items.model_name(agent.model)
-    frame = items.frame_of(system_prompt, input_items, tools, model=model, memo=state.calls)
+    # The history is read only if a check at compose or choice will read it (each input read only
+    # if some check asks for it); the instructions and offered tools always are.
+    judge = run.judge
+    reads = judge is None or bool(judge.armed.get("compose") or judge.armed.get("choice"))
+    frame = items.frame_of(system_prompt, input_items if reads else (), tools, model=model, memo=state.calls)
     # OpenInference ends its LLM span before on_llm_end: the turn span current here is the host's
     # span for this model call, so findings never land on a second chat span of ours.
     host = foreign_current_span() if state.adopt and run.adopted else None
