@@ -99,6 +99,7 @@ CASES: list[Case] = [
     ("meter-provider-wrong", _setup(meter_provider="x"), SE, ("meter_provider", "MeterProvider")),
     ("logger-provider-wrong", _setup(logger_provider=3), SE, ("logger_provider", "LoggerProvider")),
     ("log-events-str", _setup(log_events="yes"), SE, ("log_events", "True or False")),
+    ("evaluation-events-str", _setup(evaluation_events="yes"), SE, ("evaluation_events", "'all'")),
     ("capture-content-int", _setup(capture_content=1), SE, ("capture_content", "True or False")),
     ("redact-not-callable", _setup(redact="***"), SE, ("redact", "function")),
     # ── setup(): the dials ──

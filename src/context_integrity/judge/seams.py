@@ -21,6 +21,7 @@ from typing import Any, Final, TypeVar
 
 from ..findings import (
     CHECKED_FAIL,
+    CHECKED_PASS,
     UNREACHABLE,
     Disposition,
     Encounter,
@@ -128,6 +129,10 @@ class RunJudge:
         self.internal_errors: list[InternalError] = []
         self._armed_ids = {id(entry) for entry in armed}
         self._clock_ms = clock_ms
+        # The telemetry layer turns these into pass evaluation events (setup(evaluation_events="all"))
+        # and drains them after every seam call; off, nothing is kept.
+        self.keep_passes = False
+        self.passes: list[CheckId] = []
         self._seen: set[str] = set()
         self._call_ids = itertools.count(1)
         self._begun = False
@@ -443,7 +448,14 @@ class RunJudge:
             self.internal_errors.append(InternalError(where, error))
             return None
 
+    def take_passes(self) -> list[CheckId]:
+        """The ``checked-pass`` encounters since the last call (kept only when ``keep_passes``)."""
+        passes, self.passes = self.passes, []
+        return passes
+
     def _note(self, check_id: CheckId, disposition: Disposition) -> None:
+        if self.keep_passes and disposition == CHECKED_PASS and len(self.passes) < MAX_FINDINGS_PER_RUN:
+            self.passes.append(check_id)
         if self.ledger is None:
             return
         at = self._clock_ms() if disposition == CHECKED_FAIL else None

@@ -22,6 +22,7 @@ from opentelemetry.util.types import AttributeValue
 
 from ..findings import Finding, kinds_of
 from ..judge.registry import REGISTRY
+from ..ledger import CheckId
 from ..limits import MAX_ATTRIBUTE_CHARS, MAX_STACKTRACE_CHARS, MAX_STACKTRACE_FRAMES
 from ..loop import ExternalGrounding
 from ..text import bounded_json, clip, render_value
@@ -316,16 +317,49 @@ class SpanEmitter:
                 severity_text=severity_text,
             )
         if inst.evaluation_events:
-            evaluation = evaluation_attributes(finding, self.span)
-            if self._redact is not None:
-                evaluation[names.GEN_AI_EVALUATION_EXPLANATION] = redact(finding.message, self._redact)
+            # The explanation is the finding event's message as the redaction hook already let it leave.
+            explanation = attributes.get(names.FINDING_MESSAGE)
             inst.event_logger.emit(
-                attributes=evaluation,
+                attributes=evaluation_attributes(
+                    finding, self.span, explanation=explanation if isinstance(explanation, str) else REDACTED
+                ),
                 event_name=names.GEN_AI_EVALUATION_RESULT_EVENT,
                 context=context,
                 severity_number=severity,
                 severity_text=severity_text,
             )
+
+    def passes(self, checks: Sequence[CheckId]) -> None:
+        """One pass ``gen_ai.evaluation.result`` per ``checked-pass`` encounter (evaluation_events="all")."""
+        inst = self.inst
+        if not checks or inst is None or inst.event_logger is None:
+            return
+        if inst.evaluation_events != names.EVALUATION_EVENTS_ALL:
+            return
+        from opentelemetry._logs import SeverityNumber
+
+        context = trace.set_span_in_context(self.span)
+        for check in checks:
+            try:
+                inst.event_logger.emit(
+                    attributes=pass_attributes(check, self.span),
+                    event_name=names.GEN_AI_EVALUATION_RESULT_EVENT,
+                    context=context,
+                    severity_number=SeverityNumber.INFO,
+                    severity_text="INFO",
+                )
+            except Exception as ours:
+                record_internal_error(self.span, "writing a pass evaluation event", ours)
+                return
+
+
+def wants_passes(inst: Instrumentation | None) -> bool:
+    """Whether the judge should keep its ``checked-pass`` encounters for pass evaluation events."""
+    return (
+        inst is not None
+        and inst.event_logger is not None
+        and inst.evaluation_events == names.EVALUATION_EVENTS_ALL
+    )
 
 
 def provenance(finding: Finding) -> dict[str, AttributeValue]:
@@ -337,24 +371,45 @@ def provenance(finding: Finding) -> dict[str, AttributeValue]:
     return out
 
 
-def evaluation_attributes(finding: Finding, span: Span) -> dict[str, AttributeValue]:
+def evaluation_attributes(finding: Finding, span: Span, *, explanation: str) -> dict[str, AttributeValue]:
     """One finding as the GenAI conventions' ``gen_ai.evaluation.result`` attributes.
 
     A finding is a failed evaluation: label ``fail``, score ``0.0``; an advisory says so in
-    ``context_integrity.finding.advisory``. ``gen_ai.response.id`` is copied from the evaluated
-    span when it carries one, for backends that correlate by response rather than by span.
+    ``context_integrity.finding.advisory``. ``explanation`` is the message as already redacted for
+    the finding event. ``gen_ai.response.id`` is copied from the evaluated span when it carries one,
+    for backends that correlate by response rather than by span.
     """
     attributes: dict[str, Any] = {
         names.GEN_AI_EVALUATION_NAME: names.evaluation_name(finding.kind),
         names.GEN_AI_EVALUATION_SCORE_LABEL: names.EVALUATION_LABEL_FAIL,
         names.GEN_AI_EVALUATION_SCORE_VALUE: names.EVALUATION_SCORE_FAIL,
-        names.GEN_AI_EVALUATION_EXPLANATION: finding.message,
+        names.GEN_AI_EVALUATION_EXPLANATION: explanation,
         names.FINDING_KIND: finding.kind,
         names.FINDING_SEAM: finding.seam,
         names.FINDING_ADVISORY: finding.advisory,
         names.FINDING_IDENTITY: finding.identity(),
         **provenance(finding),
     }
+    return _with_response_id(attributes, span)
+
+
+def pass_attributes(check: CheckId, span: Span) -> dict[str, AttributeValue]:
+    """One ``checked-pass`` encounter as a passed ``gen_ai.evaluation.result``: label ``pass``, score ``1.0``."""
+    attributes: dict[str, Any] = {
+        names.GEN_AI_EVALUATION_NAME: names.evaluation_name(check.check),
+        names.GEN_AI_EVALUATION_SCORE_LABEL: names.EVALUATION_LABEL_PASS,
+        names.GEN_AI_EVALUATION_SCORE_VALUE: names.EVALUATION_SCORE_PASS,
+        names.FINDING_KIND: check.check,
+        names.FINDING_SEAM: check.seam,
+        names.EVALUATOR_VERSION: instrumentation_version(),
+    }
+    rule = REGISTRY.rule_version(check.check)
+    if rule is not None:
+        attributes[names.EVALUATOR_RULE_VERSION] = rule
+    return _with_response_id(attributes, span)
+
+
+def _with_response_id(attributes: dict[str, Any], span: Span) -> dict[str, AttributeValue]:
     response_id = (getattr(span, "attributes", None) or {}).get(names.GEN_AI_RESPONSE_ID)
     if isinstance(response_id, str) and response_id:
         attributes[names.GEN_AI_RESPONSE_ID] = response_id

@@ -96,9 +96,12 @@ class ModelCall:
 
     def _file(self, found: Sequence[Finding], call_ids: Sequence[str | None] = ()) -> None:
         record_judge_errors(self.span, self.run.judge)
-        if found and self._emitter is not None:
-            self.findings.extend(found)
-            self._emitter.findings(found, call_ids=call_ids)
+        passes = self.run.judge.take_passes() if self.run.judge is not None else []
+        if self._emitter is not None:
+            if found:
+                self.findings.extend(found)
+                self._emitter.findings(found, call_ids=call_ids)
+            self._emitter.passes(passes)
 
     @property
     def ended(self) -> bool:

@@ -180,9 +180,14 @@ GEN_AI_EVALUATION_SCORE_LABEL: Final = "gen_ai.evaluation.score.label"
 GEN_AI_EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"
 GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
 # The documented values of our score label (low cardinality, as the conventions ask) and the score
-# each carries: a finding is a failed evaluation.
+# each carries: a finding is a failed evaluation; a ``checked-pass`` encounter (only with
+# setup(evaluation_events="all")) a passed one.
 EVALUATION_LABEL_FAIL: Final = "fail"
 EVALUATION_SCORE_FAIL: Final = 0.0
+EVALUATION_LABEL_PASS: Final = "pass"
+EVALUATION_SCORE_PASS: Final = 1.0
+# The evaluation_events value that adds the pass events to the fail-only default.
+EVALUATION_EVENTS_ALL: Final = "all"
 
 
 def evaluation_name(kind: str) -> str:

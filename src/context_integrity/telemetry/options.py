@@ -11,9 +11,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from ..judge import SetupError
+from .names import EVALUATION_EVENTS_ALL
 
 PROTOCOLS: Final = ("grpc", "http/protobuf")
 
@@ -55,7 +56,7 @@ class ExporterOptions:
     headers: Mapping[str, str] | None = None
     recording_path: str | os.PathLike[str] | None = None
     log_events: bool = False
-    evaluation_events: bool = False
+    evaluation_events: bool | Literal["all"] = False
     phoenix_annotations: str | None = None
     tracer_provider: Any | None = None
     meter_provider: Any | None = None
@@ -147,9 +148,15 @@ def validated_options(
             raise _refuse(
                 "recording_path", recording_path, "An empty path names no file; leave it out for the default."
             )
+    if not isinstance(evaluation_events, bool) and evaluation_events != EVALUATION_EVENTS_ALL:
+        raise _refuse(
+            "evaluation_events",
+            evaluation_events,
+            f"Pass True (one fail event per finding), {EVALUATION_EVENTS_ALL!r} (also one pass event per "
+            "checked-pass encounter) or False.",
+        )
     for name, flag in (
         ("log_events", log_events),
-        ("evaluation_events", evaluation_events),
         ("capture_content", capture_content),
     ):
         if not isinstance(flag, bool):
@@ -174,7 +181,7 @@ def validated_options(
         headers=headers,
         recording_path=recording_path,
         log_events=bool(log_events),
-        evaluation_events=bool(evaluation_events),
+        evaluation_events=evaluation_events if isinstance(evaluation_events, bool) else EVALUATION_EVENTS_ALL,
         tracer_provider=tracer_provider,
         meter_provider=meter_provider,
         logger_provider=logger_provider,

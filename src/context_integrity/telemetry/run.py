@@ -49,6 +49,7 @@ from .emit import (
     record_internal_error,
     record_judge_errors,
     set_content,
+    wants_passes,
 )
 from .model_call import ModelCall as ModelCall
 from .model_call import current_model_call as current_model_call
@@ -268,6 +269,7 @@ class ToolScope:
             self.call_id = run.take_call_id(contract.name, given)
         else:
             self.judge = RunJudge(CONTRACTS, dials, with_ledger=False)
+            self.judge.keep_passes = wants_passes(inst)
             self.call_id = given or f"call_{uuid.uuid4().hex[:12]}"
         self._held = held = adopt_or_start(
             TOOL,
@@ -307,9 +309,11 @@ class ToolScope:
             refusal = verdict.refusal
             if self.judge.internal_errors:
                 record_judge_errors(self.span, self.judge)
-            if verdict.findings:  # the emitter is made only for a call that has something to say
+            passes = self.judge.take_passes()
+            if verdict.findings or passes:  # the emitter is made only for a call that has something to say
                 emitter = SpanEmitter(self.span, self.inst)
                 emitter.findings(verdict.findings, tool_name=self.contract.name, call_id=self.call_id)
+                emitter.passes(passes)
             if self.inst is not None and self.inst.capture_content:
                 owned = self._held.owned
                 set_content(self.span, names.GEN_AI_TOOL_CALL_ARGUMENTS, dict(self.arguments()), owned=owned)
@@ -394,6 +398,7 @@ class Run:
             _release_abandoned()
             _warn_undeclared_grounds()
             self.judge = judge = RunJudge(CONTRACTS, _dials_in_force(inst))
+            judge.keep_passes = wants_passes(inst)
             judge.begin()
             if judge.dials.posture == "dev":
                 judge.run_canaries()
@@ -604,8 +609,11 @@ class Run:
                 return []
             found = self.judge.claim(shown, output)
             record_judge_errors(self.span, self.judge)
-            if found and held is not None:
-                SpanEmitter(held.span, self._inst).findings(found)
+            passes = self.judge.take_passes()
+            if (found or passes) and held is not None:
+                emitter = SpanEmitter(held.span, self._inst)
+                emitter.findings(found)
+                emitter.passes(passes)
             return found
         except Exception as ours:
             record_internal_error(self.span, "reporting the answer", ours)

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from opentelemetry import metrics, trace
 from opentelemetry.metrics import Counter, Meter
@@ -104,7 +104,7 @@ class Instrumentation:
     # Which records the event logger writes per finding: our own ``context_integrity.finding``
     # (log_events) and the GenAI conventions' ``gen_ai.evaluation.result`` (evaluation_events).
     log_events: bool = False
-    evaluation_events: bool = False
+    evaluation_events: bool | Literal["all"] = False
     redact: Callable[[str], str] | None = None
     options: ExporterOptions = field(default_factory=ExporterOptions)
     _owned: list[Any] = field(default_factory=list, repr=False)
@@ -298,7 +298,7 @@ def _build(
     headers: Mapping[str, str] | None,
     recording_path: str | os.PathLike[str] | None,
     log_events: bool,
-    evaluation_events: bool,
+    evaluation_events: bool | Literal["all"],
     phoenix_annotations: str | None,
     capture_content: bool,
     tracer_provider: Any | None,
@@ -503,7 +503,7 @@ def setup(
     headers: Mapping[str, str] | None = None,
     recording_path: str | os.PathLike[str] | None = None,
     log_events: bool = False,
-    evaluation_events: bool = False,
+    evaluation_events: bool | Literal["all"] = False,
     phoenix_annotations: str | None = None,
     capture_content: bool = False,
     redact: Callable[[str], str] | None = None,
