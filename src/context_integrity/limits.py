@@ -39,6 +39,8 @@ MAX_IDENTITY_CHARS: Final = 512
 # dangling-reference bookkeeping (oldest dropped first).
 MAX_SERVED_RESULTS_PER_RUN: Final = 2000
 MAX_SERVED_TEXT_CHARS: Final = 65_536
+# And the characters they hold together (a run's empty-lookup corpus); oldest dropped first.
+MAX_PRODUCED_CHARS_PER_RUN: Final = 8_000_000
 
 # How deep the argument walk descends into a tool call's arguments. Models
 # write shallow JSON; anything deeper is either hostile or a cycle, and a

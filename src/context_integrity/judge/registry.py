@@ -123,7 +123,7 @@ def _empty_lookup_at_write(state: RunState, seen: ToolResultSeen) -> Encounter:
         call_id=seen.call_id,
         arguments=seen.arguments(),
         arguments_from=grounds,
-        produced=state.produced_texts(),
+        produced=state.produced,
         result=seen.result,
         epoch=state.epoch,
     )
