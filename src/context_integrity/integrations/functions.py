@@ -241,6 +241,7 @@ def tool(
                 result_columns=result_columns,
                 arguments_from=arguments_from,
                 input_schema=input_schema,
+                once_per_run=once_per_run,
                 description=description,
             )
             return target
