@@ -46,6 +46,7 @@ import context_integrity as ci
 from context_integrity.integrations import SUPPORTED
 from context_integrity.integrations import langchain as integration
 from context_integrity.telemetry import names
+from context_integrity.telemetry.setup import CONTRACTS
 
 LUN_ROWS = [{"logical_unit_number": ""}, {"logical_unit_number": 3}]
 LUN_COLUMNS = {"logical_unit_number": "number"}
@@ -228,6 +229,15 @@ class TestDeclarations:
             return LUN_ROWS
 
         assert table.name == "lun_table", "LangChain's tool object is returned as it is"
+
+        @ci.tool(once_per_run=True)
+        @tool("open_ticket")
+        def ticket() -> str:
+            """Opens a ticket."""
+            return "T-1"
+
+        contract = CONTRACTS.get("open_ticket")
+        assert contract is not None and contract.once_per_run
         model = scripted(call("lun_table", {}, "c1"), AIMessage(content="done"))
         create_agent(model, tools=[table]).invoke({"messages": QUESTION})
         (delivered,) = tool_messages(model.received[1])
