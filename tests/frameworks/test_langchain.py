@@ -45,6 +45,7 @@ from pydantic import BaseModel, Field
 import context_integrity as ci
 from context_integrity.integrations import SUPPORTED
 from context_integrity.integrations import langchain as integration
+from context_integrity.judge.seams import unjudged_refusal
 from context_integrity.telemetry import names
 from context_integrity.telemetry.setup import CONTRACTS
 
@@ -519,7 +520,7 @@ def test_enforce_fails_closed_when_our_own_part_fails(
     result = create_agent(model, tools=[lun_tool()]).invoke({"messages": QUESTION})
     assert result["messages"][-1].content == "done"
     (delivered,) = tool_messages(model.received[1])
-    assert delivered.content == integration.UNJUDGED_REFUSAL.format(tool="lun_mappings")
+    assert delivered.content == unjudged_refusal("lun_mappings")
     assert delivered.tool_call_id == "c1"
 
 
