@@ -104,3 +104,12 @@ MAX_STACKTRACE_CHARS: Final = 8192
 # How long process exit (and ci.shutdown()) waits for the exporters to take what is buffered. A
 # collector that is down must not hold the process for the SDK's tens of seconds of retries.
 EXIT_FLUSH_MILLIS: Final = 3000
+
+# Problems a recording read keeps word for word (a report lists them); past
+# this they are only counted, so a file of garbage cannot fill memory.
+MAX_LISTED_PROBLEMS: Final = 1000
+
+# Traces the streaming reader keeps open while they wait for a run span or a
+# summary. Past this the oldest is reported with what it has: memory follows
+# the runs in flight, never the size of the recording.
+MAX_OPEN_TRACES_READ: Final = 4096
