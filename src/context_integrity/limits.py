@@ -113,3 +113,7 @@ MAX_LISTED_PROBLEMS: Final = 1000
 # summary. Past this the oldest is reported with what it has: memory follows
 # the runs in flight, never the size of the recording.
 MAX_OPEN_TRACES_READ: Final = 4096
+
+# Distinct (server, tool, field) declarations from MCP servers warned about before repeats go to debug:
+# a misconfigured fleet must not flood the log.
+MAX_WARNED_DECLARATIONS: Final = 500

@@ -133,10 +133,14 @@ def declare_tool(
     input_schema: Mapping[str, Any] | None = None,
     description: str | None = None,
     once_per_run: bool = False,
+    result_kind: object = None,
     replace: bool = False,
     **unknown: object,
 ) -> ToolContract:
     """Declare the contract of a tool this application did not write (a framework or MCP tool).
+
+    ``result_kind`` names what the result is (e.g. ``'dataset/rows'``); it is informational, and
+    travels over MCP with the other declarations.
 
     Raises :class:`~context_integrity.DeclarationError` naming the tool, the field
     and the fix when a declaration cannot be honoured, a keyword is misspelled, or the
@@ -150,6 +154,7 @@ def declare_tool(
         arguments_from=arguments_from,
         input_schema=input_schema,
         once_per_run=once_per_run,
+        result_kind=result_kind,
     )
     CONTRACTS.declare(contract, replace=replace is True)
     return contract
@@ -196,6 +201,7 @@ def tool(
     description: str | None = None,
     input_schema: Mapping[str, Any] | None = None,
     once_per_run: bool = False,
+    result_kind: object = None,
     replace: bool = False,
 ) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
 def tool(
@@ -208,6 +214,7 @@ def tool(
     description: str | None = None,
     input_schema: Mapping[str, Any] | None = None,
     once_per_run: bool = False,
+    result_kind: object = None,
     replace: bool = False,
     **unknown: object,
 ) -> Callable[P, R] | Callable[[Callable[P, R]], Callable[P, R]]:
@@ -257,6 +264,7 @@ def tool(
             input_schema=input_schema,
             once_per_run=once_per_run,
             description=description or _first_line(getattr(target, "__doc__", None)),
+            result_kind=result_kind,
             replace=replace,
         )
         bind = _binder(target)

@@ -18,7 +18,7 @@ from ..checks.duplicate_execution import Execution, arguments_key
 from ..checks.empty_lookup import ProducedCorpus
 from ..checks.unsupported_argument import TextCorpus, _Corpus
 from ..contracts import ToolContract, declared_enum_values
-from ..contracts.results import ResultReading, read_result
+from ..contracts.results import ResultReading, judged_value, read_result
 from ..contracts.semantic import FactRow, fact_rows_of
 from ..findings import Seam
 from ..limits import (
@@ -79,7 +79,8 @@ class ToolResultSeen:
     @property
     def reading(self) -> ResultReading:
         if self._reading is None:
-            self._reading = read_result(self.result)
+            wrapped = self.contract.result_wrapped if self.contract is not None else False
+            self._reading = read_result(judged_value(self.result, wrapped=wrapped))
         return self._reading
 
     def arguments(self) -> Mapping[str, Any]:

@@ -179,6 +179,7 @@ def mark_refused(span: Span) -> None:
     """Enforce replaced a tool's result: the call is an error, of our own ``error.type``."""
     span.set_status(Status(StatusCode.ERROR, "result rejected by context_integrity"))
     span.set_attribute(names.ERROR_TYPE, names.ERROR_RESULT_REJECTED)
+    span.set_attribute(names.RESULT_REFUSED, True)
 
 
 def content(value: object) -> str:

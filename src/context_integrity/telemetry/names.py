@@ -72,6 +72,9 @@ EXCEPTION_MESSAGE: Final = "exception.message"
 EXCEPTION_STACKTRACE: Final = "exception.stacktrace"
 EXCEPTION_ESCAPED: Final = "exception.escaped"
 ERROR_RESULT_REJECTED: Final = "context_integrity.result_rejected"
+# Our own mark that a result was refused: hosts such as the MCP SDK overwrite ``error.type`` on the
+# spans they own (with ``tool_error``), so the verdict also travels under a name of ours.
+RESULT_REFUSED: Final = "context_integrity.result.refused"
 
 
 # Span names carry a host- or model-chosen name: bounded like every exported string.
