@@ -195,7 +195,7 @@ def is_content_block(value: object) -> bool:
             return isinstance(kind, str) and CONTENT_BLOCK_FIELDS.get(kind, "\0") in value
         kind = getattr(value, "type", None)
         needed = CONTENT_BLOCK_FIELDS.get(kind) if isinstance(kind, str) else None
-        return needed is not None and isinstance(value, BaseModel) and hasattr(value, needed)
+        return needed is not None and is_model_class(type(value)) and hasattr(value, needed)
     except Exception:
         return False
 
@@ -211,7 +211,7 @@ def _mcp_fields(value: object) -> tuple[object, object, object] | None:
         if "content" in value and ("isError" in value or "structuredContent" in value):
             return value.get("content"), value.get("structuredContent"), value.get("isError")
         return None
-    if isinstance(value, BaseModel) and hasattr(value, "content") and hasattr(value, "is_error"):
+    if is_model_class(type(value)) and hasattr(value, "content") and hasattr(value, "is_error"):
         return (
             getattr(value, "content", None),
             getattr(value, "structured_content", None),
@@ -280,7 +280,7 @@ def read_result(value: object) -> ResultReading:
     if type(value) is list:
         # The common result, a list of plain dicts, decided before anything else is asked.
         elements: tuple[object, ...] = tuple(value)
-        if elements and set(map(type, elements)) == _PLAIN_ROWS:
+        if elements and set(map(type, elements)) == _PLAIN_ROWS and not is_content_block(elements[0]):
             return ResultReading("rowset", elements, plain=True)  # type: ignore[arg-type]
     if isinstance(value, Absence):
         return ABSENCE
