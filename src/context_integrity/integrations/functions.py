@@ -100,28 +100,22 @@ def _binder(
     return bind
 
 
-_DECLARATION_KEYWORDS = (
-    "result_columns",
-    "arguments_from",
-    "input_schema",
-    "description",
-    "once_per_run",
-    "name",
-    "replace",
-)
-
-
 def _refuse_unknown(where: str, tool_name: object, unknown: Mapping[str, object]) -> None:
     if not unknown:
         return
     import difflib  # only for a misspelled keyword: kept off the import path
 
+    # The keywords are read off the signature, so the message never lags behind a new field.
+    takes = [
+        p.name
+        for p in inspect.signature(tool if where.startswith("ci.tool") else declare_tool).parameters.values()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY
+    ]
     word = next(iter(unknown))
-    close = difflib.get_close_matches(word, _DECLARATION_KEYWORDS, n=1)
+    close = difflib.get_close_matches(word, takes, n=1)
     hint = f" Did you mean {close[0]!r}?" if close else ""
     raise DeclarationError(
-        f"Tool {tool_name!r}: {where} got an unknown keyword {word!r}.{hint} "
-        f"It takes: {', '.join(k for k in _DECLARATION_KEYWORDS if where != 'declare_tool()' or k != 'name')}."
+        f"Tool {tool_name!r}: {where} got an unknown keyword {word!r}.{hint} It takes: {', '.join(takes)}."
     )
 
 
