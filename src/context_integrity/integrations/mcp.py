@@ -234,7 +234,7 @@ def ingest_tools(
             record_internal_error(None, "ingesting an MCP tool", ours)
             continue
         if contract is not None:
-            CONTRACTS.declare(contract)
+            CONTRACTS.declare(contract, replace=True)  # the server is the authority on its tools
             declared.append(contract)
     return declared
 
