@@ -35,6 +35,7 @@ from ._openai_agents_run import (
     disarm_all,
     offered,
 )
+from . import _openai_agents_mcp as _mcp
 from .functions import judged_by_host, release_to_wrappers
 
 # ── hooks ───────────────────────────────────────────────────────────────
@@ -254,6 +255,7 @@ def _finish(began: _Began, error: BaseException | None) -> None:
 
 def wrap_run(original: Callable[..., Any]) -> Callable[..., Any]:
     async def run(self: Any, starting_agent: Any, input: Any, **kwargs: Any) -> Any:
+        await _mcp.ingest_servers(starting_agent)
         began = _begin(starting_agent, input, kwargs, streamed=False)
         if began is None:
             return await original(self, starting_agent, input, **kwargs)
@@ -332,6 +334,7 @@ def patch_all() -> None:
     AgentRunner.run = wrap_run(AgentRunner.run)  # type: ignore[method-assign]
     AgentRunner.run_streamed = wrap_run_streamed(AgentRunner.run_streamed)  # type: ignore[method-assign]
     Agent.get_all_tools = wrap_get_all_tools(Agent.get_all_tools)  # type: ignore[method-assign]
+    _mcp.patch()
     ensure_processor()
 
 
@@ -341,6 +344,7 @@ def unpatch_all() -> None:
     AgentRunner.run = _originals.pop("run")  # type: ignore[method-assign]
     AgentRunner.run_streamed = _originals.pop("run_streamed")  # type: ignore[method-assign]
     Agent.get_all_tools = _originals.pop("get_all_tools")  # type: ignore[method-assign]
+    _mcp.unpatch()
     disarm_all()
 
 

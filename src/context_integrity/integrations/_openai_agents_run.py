@@ -35,6 +35,7 @@ from ..telemetry.run import ModelCall, Run, ToolScope, current_run
 from ..telemetry.setup import CONTRACTS
 from ..telemetry.spans import foreign_current_span
 from . import _openai_agents_items as items
+from . import _openai_agents_mcp as _mcp
 
 GUARDRAIL_NAME: Final = "context_integrity"
 _MARK: Final = "__context_integrity_armed__"
@@ -223,27 +224,30 @@ def _rejected_on_sdk_span() -> None:
 def _guard(data: Any) -> ToolGuardrailFunctionOutput:
     """The write seam: the tool's raw result, before the SDK turns it into text."""
     try:
+        context, output = data.context, data.output
+        call_id = getattr(context, "tool_call_id", None)
+        # An MCP tool: judged on the CallToolResult (its structured content), not the SDK's text.
+        raw = _mcp.take_raw(call_id)
         state = _current()
         if state is None:
             return _ALLOW
-        context, output = data.context, data.output
-        call_id = getattr(context, "tool_call_id", None)
         scope = state.tools.pop(call_id, None) if isinstance(call_id, str) else None
         if _failed() or output == _DEFAULT_FAILURE:
             # The SDK's default: the model reads the failure as the result. Recorded, not judged.
             if scope is not None:
                 scope.fail(ToolCallFailed(f"tool {context.tool_name!r} raised; the model was told so"))
             return _ALLOW
+        judged = output if raw is None else raw
         if scope is not None:
-            delivered = scope.finish(output)
+            delivered = scope.finish(judged)
         else:
             delivered = state.open().tool_result(
                 context.tool_name,
                 call_id,
-                output,
+                judged,
                 arguments=items.arguments_of(getattr(context, "tool_arguments", None)),
             )
-        if delivered is output:
+        if delivered is judged:
             return _ALLOW
         _rejected_on_sdk_span()
         # Enforce: the refusal is what the model reads as this call's result; not a retry prompt.
