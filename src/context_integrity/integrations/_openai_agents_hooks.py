@@ -20,6 +20,7 @@ from agents.tracing import Trace, add_trace_processor, get_trace_provider
 from ..telemetry.emit import record_internal_error
 from ..telemetry.run import current_run
 from ..telemetry.spans import foreign_current_span
+from . import _openai_agents_mcp as _mcp
 from ._openai_agents_run import (
     _MARK,
     _agent_end,
@@ -35,7 +36,6 @@ from ._openai_agents_run import (
     disarm_all,
     offered,
 )
-from . import _openai_agents_mcp as _mcp
 from .functions import judged_by_host, release_to_wrappers
 
 # ── hooks ───────────────────────────────────────────────────────────────
