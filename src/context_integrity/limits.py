@@ -117,3 +117,23 @@ MAX_OPEN_TRACES_READ: Final = 4096
 # Distinct (server, tool, field) declarations from MCP servers warned about before repeats go to debug:
 # a misconfigured fleet must not flood the log.
 MAX_WARNED_DECLARATIONS: Final = 500
+
+# The local recording rotates when a write would take it past this size: the file is renamed to
+# ``<name>.1`` (replacing the previous one) and a new one begins, so a recording holds at most about
+# twice this on disk. $CONTEXT_INTEGRITY_RECORDING_MAX_BYTES overrides it, down to the minimum.
+MAX_RECORDING_BYTES: Final = 64 * 1024 * 1024
+MIN_RECORDING_BYTES: Final = 64 * 1024
+RECORDING_BACKUPS: Final = 1
+
+# Spans the recording's writer holds while the file takes the previous batch, and how many it writes
+# a line. When the queue is full, the span that ends waits for room at most this long once per
+# stall, then is dropped and counted (the host never waits on a disk that does not answer).
+MAX_RECORDING_QUEUE_SPANS: Final = 2048
+RECORDING_BATCH_SPANS: Final = 512
+RECORDING_DELAY_MILLIS: Final = 1000
+MAX_RECORDING_WAIT_MILLIS: Final = 250
+# How long a writer waits for another process's lock on the recording before it writes its line
+# anyway (one whole write: appends never interleave; only the rotation check is skipped).
+RECORDING_LOCK_WAIT_MILLIS: Final = 500
+# Traces a drop record names (the count is always whole).
+MAX_DROPPED_TRACES_NAMED: Final = 20

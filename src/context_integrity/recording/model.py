@@ -135,6 +135,12 @@ class Recording:
     problems: list[str] = field(default_factory=list)
     # Problems past the first limits.MAX_LISTED_PROBLEMS: counted, not kept.
     unlisted_problems: int = 0
+    # Spans the writer could not keep, as the recording's own drop records say, and (some of)
+    # the traces they belonged to: the runs of those traces are incomplete.
+    dropped_spans: int = 0
+    dropped_traces: list[str] = field(default_factory=list)
+    # The older part of this recording that rotation moved aside, when there is one.
+    rotated: str | None = None
     # Latest value of the findings counter per (kind, seam, tool), summed over
     # every other attribute (advisory, the process that wrote it).
     finding_counts: dict[FindingCountKey, int] = field(default_factory=dict)

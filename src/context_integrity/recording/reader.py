@@ -19,9 +19,17 @@ import json
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Final
 
 from ..limits import MAX_LISTED_PROBLEMS, MAX_OPEN_TRACES_READ
-from ..paths import RECORDING_ENV_VAR, RECORDING_FILE_NAME, STATE_DIR_NAME, XDG_STATE_HOME_VAR
+from ..paths import (
+    RECORDING_ENV_VAR,
+    RECORDING_FILE_NAME,
+    STATE_DIR_NAME,
+    XDG_STATE_HOME_VAR,
+    rotated_path,
+)
+from ..telemetry import names, schema
 from ..text import clip
 from .assembly import Assembler
 from .metrics import FindingCounter
@@ -34,9 +42,32 @@ from .otlp_json import (
     Malformed,
     as_list,
     as_object,
+    attributes,
     json_type,
 )
 from .spans import Summary, read_span
+
+_DROPPED_KEYS: Final = frozenset({names.RECORDING_DROPPED_SPANS, names.RECORDING_DROPPED_TRACES})
+
+
+_RECORD_START: Final = '{"resource'
+_MAX_RESYNC_TRIES: Final = 4
+
+
+def _after_a_torn_record(text: str) -> tuple[object | None, int]:
+    """A line that is not JSON may be a torn record (a writer cut off part-way) followed by a whole
+    one, from before writers ended torn lines: the document that starts at a later record start,
+    and where it starts; ``(None, 0)`` when there is none."""
+    start = 0
+    for _ in range(_MAX_RESYNC_TRIES):
+        start = text.find(_RECORD_START, start + 1)
+        if start < 0:
+            break
+        try:
+            return json.loads(text[start:]), start
+        except (json.JSONDecodeError, RecursionError):
+            continue
+    return None, 0
 
 
 def _terminated(text: str | bytes) -> bool:
@@ -91,6 +122,9 @@ class RecordingStream:
             location, handle = _open(source)  # a missing file is said now, not part-way through a report
             handle.close()  # type: ignore[attr-defined]
             self.rest.source = str(location)
+            older = rotated_path(location)
+            if older.is_file():
+                self.rest.rotated = str(older)
 
     def __iter__(self) -> Iterator[RunRecord]:
         source = self._source
@@ -169,6 +203,15 @@ class _Reader:
         try:
             document = json.loads(text)
         except json.JSONDecodeError as error:
+            document, torn = _after_a_torn_record(text)
+            if document is not None:
+                self.problem(
+                    number,
+                    f"a torn record ({torn} characters: a writer was cut off part-way through its line) "
+                    "was skipped; the record after it on the same line was read",
+                )
+                yield from self._document(number, document)
+                return
             if last and not text.endswith("\n") and earlier:
                 self.problem(
                     number,
@@ -181,6 +224,9 @@ class _Reader:
         except RecursionError:
             self.problem(number, "not readable JSON (nested too deeply)")
             return
+        yield from self._document(number, document)
+
+    def _document(self, number: int, document: object) -> Iterator[RunRecord]:
         if type(document) is not dict:
             self.problem(number, f"expected a JSON object, found {json_type(document)}")
             return
@@ -200,7 +246,7 @@ class _Reader:
                 elif key == RESOURCE_METRICS:
                     self._counter.line(document[key], lambda text: self.problem(number, text))
                 else:
-                    self._logs(document[key])
+                    self._logs(number, document[key])
             except Malformed as error:
                 self.problem(number, f"{key}: {error}")
             except RecursionError:
@@ -239,12 +285,35 @@ class _Reader:
                         # out at once, so what it holds dies young instead of waiting for the line.
                         yield from assembler.completed(read.trace_id)
 
-    def _logs(self, resource_logs: object) -> None:
+    def _logs(self, number: int, resource_logs: object) -> None:
+        recording = self.recording
         for resource_entry in as_list(resource_logs, RESOURCE_LOGS):
             resource = as_object(resource_entry, "a resourceLogs entry")
             for scope_entry in as_list(resource.get("scopeLogs"), "scopeLogs"):
                 scope = as_object(scope_entry, "a scopeLogs entry")
-                self.recording.log_records += len(as_list(scope.get("logRecords"), "logRecords"))
+                records = as_list(scope.get("logRecords"), "logRecords")
+                recording.log_records += len(records)
+                for record in records:
+                    node = record.get("attributes") if type(record) is dict else None
+                    if not node:
+                        continue
+                    dropped = schema.decode_dropped(attributes(node, keep=_DROPPED_KEYS))
+                    if dropped is None:
+                        continue
+                    count, traces = dropped
+                    recording.dropped_spans += count
+                    for trace_id in traces:
+                        if (
+                            len(recording.dropped_traces) < MAX_LISTED_PROBLEMS
+                            and trace_id not in recording.dropped_traces
+                        ):
+                            recording.dropped_traces.append(trace_id)
+                    self.problem(
+                        number,
+                        f"the recording says {count} span(s) could not be kept in it (its writer fell "
+                        f"behind); the runs of trace(s) {', '.join(traces[:5]) or 'unknown'}"
+                        f"{', ...' if len(traces) > 5 else ''} are incomplete",
+                    )
 
     def _finish(self, total_lines: int) -> Iterator[RunRecord]:
         recording = self.recording

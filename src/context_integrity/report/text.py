@@ -287,6 +287,15 @@ def _rest_lines(recording: Recording, *, verbose: bool, tally: _Tally) -> list[s
             out.append(f"  {kind} @{seam}, tool {tool or _ABSENT}: {count}")
         out.append("")
 
+    if recording.dropped_spans:
+        traces = recording.dropped_traces
+        out.append(
+            f"dropped: {plural(recording.dropped_spans, 'span')} could not be kept in the recording "
+            "(its writer fell behind); the runs of these traces are incomplete:"
+        )
+        out.extend(_wrap(", ".join(traces) if traces else "(traces not recorded)", "  "))
+        out.append("")
+
     problems = len(recording.problems) + recording.unlisted_problems
     if problems:
         out.append(f"problems ({problems}):")
@@ -300,6 +309,8 @@ def _rest_lines(recording: Recording, *, verbose: bool, tally: _Tally) -> list[s
     if recording.loose_calls:
         summary.append(plural(len(recording.loose_calls), "call") + " outside any run")
     summary.append(plural(tally.never_ran, "never-ran row"))
+    if recording.dropped_spans:
+        summary.append(plural(recording.dropped_spans, "dropped span"))
     summary.append(plural(problems, "problem"))
     out.append("summary: " + ", ".join(summary))
     return out
@@ -313,7 +324,13 @@ def write_report(source: Recording | RecordingStream, out: TextIO, *, verbose: b
     else:
         runs, rest = source.runs, source
     if rest.source:
-        out.write(f"recording: {rest.source}\n\n")
+        out.write(f"recording: {rest.source}\n")
+        if rest.rotated:
+            out.write(
+                f"  (it rotated: older records are in {rest.rotated}; "
+                f"read them with `context-integrity report {rest.rotated}`)\n"
+            )
+        out.write("\n")
     tally = _Tally()
     for run in runs:
         out.write("\n".join(_run_lines(tally.runs + 1, run, verbose=verbose, tally=tally)))

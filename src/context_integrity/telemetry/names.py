@@ -206,3 +206,10 @@ EVALUATOR_RULE_VERSION: Final = f"{_NS}.evaluator.rule_version"
 # ── Phoenix span annotations (opt-in: setup(phoenix_annotations=url)) ───
 # One annotation name for every finding, so Phoenix shows them in one column, labelled by kind.
 PHOENIX_ANNOTATION_NAME: Final = f"{_NS}.finding"
+
+# ── The local recording's own account of itself ─────────────────────────
+# A log record the recording writes into itself when spans could not be kept: how many, and (some
+# of) the traces they belonged to, so a reader of the file knows which runs are incomplete.
+RECORDING_DROPPED_EVENT: Final = f"{_NS}.recording.dropped"
+RECORDING_DROPPED_SPANS: Final = f"{_NS}.recording.dropped_spans"
+RECORDING_DROPPED_TRACES: Final = f"{_NS}.recording.dropped_traces"

@@ -331,6 +331,16 @@ def _build(
             recording = Path(recording_path) if recording_path is not None else default_recording_path()
         return recording
 
+    def recording_size() -> int:
+        from .recording_file import recording_max_bytes
+
+        try:
+            return recording_max_bytes()
+        except ValueError as error:
+            raise SetupError(str(error)) from None
+
+    recording_size()  # a bad $CONTEXT_INTEGRITY_RECORDING_MAX_BYTES is refused here, whatever the destination
+
     # ── traces ──
     provider = tracer_provider
     if provider is None:
@@ -354,8 +364,14 @@ def _build(
                 where.append(f"traces go over OTLP {plan.protocol} to {plan.traces_endpoint}")
             elif kind == "otlp":
                 from .file_export import OtlpJsonLinesSpanExporter
+                from .recording_processor import RecordingSpanProcessor
 
-                processors.append(BatchSpanProcessor(tally(OtlpJsonLinesSpanExporter(recording_file()))))
+                recorder = OtlpJsonLinesSpanExporter(recording_file(), max_bytes=recording_size())
+                processors.append(
+                    RecordingSpanProcessor(
+                        tally(recorder), record_dropped=recorder.record_dropped, where=str(recording_file())
+                    )
+                )
                 where.append(
                     f"no OTLP endpoint is configured, so traces are recorded to {recording_file()} "
                     "(read them with `context-integrity report`; set OTEL_EXPORTER_OTLP_ENDPOINT to "
@@ -407,7 +423,8 @@ def _build(
 
                 readers.append(
                     PeriodicExportingMetricReader(
-                        OtlpJsonLinesMetricExporter(recording_file()), export_interval_millis=60_000
+                        OtlpJsonLinesMetricExporter(recording_file(), max_bytes=recording_size()),
+                        export_interval_millis=60_000,
                     )
                 )
         mprovider = SdkMeterProvider(resource=resource, metric_readers=readers, shutdown_on_exit=False)

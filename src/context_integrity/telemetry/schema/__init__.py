@@ -12,7 +12,8 @@ they did not compose themselves. Decoders are tolerant: they read what is there,
 and say what is missing or malformed in ``problems`` instead of failing.
 
 - :mod:`.finding`: findings and witnesses, excusals, internal errors, what a span is;
-- :mod:`.summary`: the run summary and its ledger rows.
+- :mod:`.summary`: the run summary and its ledger rows;
+- :mod:`.recording`: the recording's record of spans it could not keep.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from .finding import (
     span_tool_name,
     witness_attributes,
 )
+from .recording import decode_dropped, dropped_attributes
 from .summary import (
     COUNT_FIELDS,
     LAST_FIRED_FIELD,
@@ -56,11 +58,13 @@ __all__ = [
     "Attributes",
     "FindingFields",
     "SummaryFields",
+    "decode_dropped",
     "decode_external_ground",
     "decode_finding",
     "decode_internal_error",
     "decode_summary",
     "decode_witnesses",
+    "dropped_attributes",
     "external_ground_attributes",
     "finding_attributes",
     "internal_error_attributes",
