@@ -73,7 +73,7 @@ def _sdk_server(rows: list[dict[str, Any]]) -> MCPServer:
     server = MCPServer("storage-sdk", log_level="CRITICAL")
 
     @server.tool()
-    def host_group_mappings(host_group: str) -> list[dict[str, Any]]:
+    def mcp_lun_mappings(host_group: str) -> list[dict[str, Any]]:
         """The LUN mappings of a host group."""
         return rows
 
@@ -92,7 +92,7 @@ def _fastmcp_server(rows: list[dict[str, Any]]) -> fastmcp.FastMCP:
     server = fastmcp.FastMCP("storage-fastmcp")
 
     @server.tool
-    def host_group_mappings(host_group: str) -> list[dict[str, Any]]:
+    def mcp_lun_mappings(host_group: str) -> list[dict[str, Any]]:
         """The LUN mappings of a host group."""
         return rows
 
@@ -109,7 +109,7 @@ def _fastmcp_server(rows: list[dict[str, Any]]) -> fastmcp.FastMCP:
 
 def _declare() -> None:
     ci.declare_tool(
-        "host_group_mappings",
+        "mcp_lun_mappings",
         result_columns=LUN_COLUMNS,
         arguments_from=["list_host_groups"],
         result_kind="dataset/rows",
@@ -139,10 +139,10 @@ SERVERS = pytest.mark.parametrize("make_server", [_sdk_server, _fastmcp_server],
 async def test_declarations_round_trip_through_meta(telemetry: Telemetry, make_server: Any) -> None:
     telemetry.configure()
     _declare()
-    published = CONTRACTS.get("host_group_mappings")
+    published = CONTRACTS.get("mcp_lun_mappings")
     server = ci_mcp.serve_contracts(make_server(GOOD_ROWS))
     listed = {tool.name: tool for tool in await _list(server)}
-    bag = listed["host_group_mappings"].meta[META_KEY]
+    bag = listed["mcp_lun_mappings"].meta[META_KEY]
     assert bag == {
         "result_columns": {
             "lun": "number",
@@ -154,9 +154,9 @@ async def test_declarations_round_trip_through_meta(telemetry: Telemetry, make_s
     }
     # a tool without declarations publishes no key
     assert META_KEY not in (listed["plain_note"].meta or {})
-    CONTRACTS.forget("host_group_mappings")
+    CONTRACTS.forget("mcp_lun_mappings")
     ci_mcp.ingest_tools(listed.values(), server="storage")
-    ingested = CONTRACTS.get("host_group_mappings")
+    ingested = CONTRACTS.get("mcp_lun_mappings")
     assert ingested is not None and published is not None
     assert ingested.result_columns == published.result_columns
     assert ingested.arguments_from == published.arguments_from
@@ -174,7 +174,7 @@ async def test_a_malformed_declaration_is_dropped_with_one_warning_and_the_tool_
     }
 
     @server.tool(meta=bad)
-    def host_group_mappings(host_group: str) -> list[dict[str, Any]]:
+    def mcp_lun_mappings(host_group: str) -> list[dict[str, Any]]:
         return GOOD_ROWS
 
     WARNED.seen.clear()
@@ -185,16 +185,14 @@ async def test_a_malformed_declaration_is_dropped_with_one_warning_and_the_tool_
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1
     assert (
-        "'foreign'" in warnings[0]
-        and "'host_group_mappings'" in warnings[0]
-        and "result_columns" in warnings[0]
+        "'foreign'" in warnings[0] and "'mcp_lun_mappings'" in warnings[0] and "result_columns" in warnings[0]
     )
     assert "'integer'" in warnings[0]  # the rule broken, in the definition-time assert's own words
-    contract = CONTRACTS.get("host_group_mappings")
+    contract = CONTRACTS.get("mcp_lun_mappings")
     assert contract is not None
     assert contract.result_columns is None  # dropped
     assert contract.arguments_from == ("list_host_groups",)  # the rest landed; "future" ignored
-    result = await _call(server, "host_group_mappings", {"host_group": "vdi-a"})
+    result = await _call(server, "mcp_lun_mappings", {"host_group": "vdi-a"})
     assert not result.is_error
 
 
@@ -224,16 +222,14 @@ async def test_the_lun_field_case_is_judged_on_the_client(telemetry: Telemetry, 
     server = ci_mcp.serve_contracts(make_server(LUN_ROWS))
     _declare()
     listed = await _list(server)
-    CONTRACTS.forget("host_group_mappings")
+    CONTRACTS.forget("mcp_lun_mappings")
     ci_mcp.ingest_tools(listed, server="storage")  # the client knows only what the server published
-    result = await _call(server, "host_group_mappings", {"host_group": "vdi-a"})
+    result = await _call(server, "mcp_lun_mappings", {"host_group": "vdi-a"})
     with ci.run("what does vdi-a map?") as agent_run:
-        delivered = agent_run.tool_result(
-            "host_group_mappings", "c1", result, arguments={"host_group": "vdi-a"}
-        )
+        delivered = agent_run.tool_result("mcp_lun_mappings", "c1", result, arguments={"host_group": "vdi-a"})
     assert isinstance(delivered, str) and delivered.startswith("Result rejected")
     assert [f.kind for f in agent_run.findings] == ["column-type-mismatch"]
-    tool_span = telemetry.one(names.tool_span_name("host_group_mappings"))
+    tool_span = telemetry.one(names.tool_span_name("mcp_lun_mappings"))
     assert tool_span.attributes[names.RESULT_REFUSED] is True
 
 
@@ -244,14 +240,12 @@ async def test_enforce_at_the_server_sends_the_refusal_as_an_error_result(
     telemetry.configure(check_column_types="enforce")
     _declare()
     server = ci_mcp.enforce(make_server(LUN_ROWS))
-    result = await _call(server, "host_group_mappings", {"host_group": "vdi-a"})
+    result = await _call(server, "mcp_lun_mappings", {"host_group": "vdi-a"})
     assert result.is_error is True
     text = result.content[0].text  # type: ignore[union-attr]
-    assert text.startswith("Result rejected: tool 'host_group_mappings'") and "'lun'" in text
+    assert text.startswith("Result rejected: tool 'mcp_lun_mappings'") and "'lun'" in text
     # clean rows pass through untouched, structured content and all
-    clean = await _call(
-        ci_mcp.enforce(make_server(GOOD_ROWS)), "host_group_mappings", {"host_group": "vdi-a"}
-    )
+    clean = await _call(ci_mcp.enforce(make_server(GOOD_ROWS)), "mcp_lun_mappings", {"host_group": "vdi-a"})
     assert not clean.is_error
     assert clean.structured_content == {"result": GOOD_ROWS}
 
@@ -263,9 +257,9 @@ async def test_warn_at_the_server_passes_the_result_and_records_the_finding(
     telemetry.configure(check_column_types="warn")
     _declare()
     server = ci_mcp.enforce(make_server(LUN_ROWS))
-    result = await _call(server, "host_group_mappings", {"host_group": "vdi-a"})
+    result = await _call(server, "mcp_lun_mappings", {"host_group": "vdi-a"})
     assert not result.is_error and result.structured_content == {"result": LUN_ROWS}
-    spans = telemetry.named(names.tool_span_name("host_group_mappings"))
+    spans = telemetry.named(names.tool_span_name("mcp_lun_mappings"))
     events = [e for s in spans for e in s.events if e.name == names.FINDING_EVENT]
     assert [e.attributes[names.FINDING_KIND] for e in events] == ["column-type-mismatch"]
 
@@ -273,13 +267,13 @@ async def test_warn_at_the_server_passes_the_result_and_records_the_finding(
 async def test_content_blocks_are_never_judged_as_rows(telemetry: Telemetry) -> None:
     telemetry.configure(check_column_types="enforce")
     _declare()
-    result = await _call(_sdk_server(GOOD_ROWS), "host_group_mappings", {"host_group": "vdi-a"})
+    result = await _call(_sdk_server(GOOD_ROWS), "mcp_lun_mappings", {"host_group": "vdi-a"})
     blocks = result.content
     assert blocks and all(isinstance(b, mt.TextContent) for b in blocks)
     assert read_result(blocks).shape == "items"
     assert read_result([b.model_dump() for b in blocks]).shape == "items"
     with ci.run("q") as agent_run:
-        delivered = agent_run.tool_result("host_group_mappings", "c1", blocks)
+        delivered = agent_run.tool_result("mcp_lun_mappings", "c1", blocks)
     assert delivered is blocks
     assert agent_run.findings == []
     row = next(r for r in agent_run.ledger() if r.check == "missing-column")
@@ -291,9 +285,9 @@ async def test_an_error_result_is_not_applicable(telemetry: Telemetry) -> None:
     _declare()
     error = mt.CallToolResult(content=[mt.TextContent(type="text", text="boom")], is_error=True)
     with ci.run("q") as agent_run:
-        assert agent_run.tool_result("host_group_mappings", "c1", error) is error
+        assert agent_run.tool_result("mcp_lun_mappings", "c1", error) is error
         wire = {"content": [{"type": "text", "text": "boom"}], "isError": True}
-        assert agent_run.tool_result("host_group_mappings", "c2", wire) is wire
+        assert agent_run.tool_result("mcp_lun_mappings", "c2", wire) is wire
     row = next(r for r in agent_run.ledger() if r.check == "column-type-mismatch")
     assert (row.checked, row.not_applicable) == (0, 2)
 
@@ -315,11 +309,11 @@ STDIO_SERVER = textwrap.dedent(
     from mcp.server.mcpserver import MCPServer
 
     ci.setup(check_column_types="enforce", recording_path=sys.argv[1])
-    ci.declare_tool("host_group_mappings", result_columns={"lun": "number", "host_group": "string"})
+    ci.declare_tool("mcp_lun_mappings", result_columns={"lun": "number", "host_group": "string"})
     server = MCPServer("stdio-storage", log_level="ERROR")
 
     @server.tool()
-    def host_group_mappings(host_group: str) -> list[dict[str, Any]]:
+    def mcp_lun_mappings(host_group: str) -> list[dict[str, Any]]:
         return [{"lun": "", "host_group": host_group}]
 
     ci_mcp.enforce(ci_mcp.serve_contracts(server))
@@ -340,8 +334,8 @@ async def test_over_stdio_the_contract_travels_and_the_server_refuses(
     )
     async with mcp_sdk.Client(params) as client:
         declared = await ci_mcp.ingest_client(client, server="stdio-storage")
-        result = await client.call_tool("host_group_mappings", {"host_group": "vdi-a"})
-    assert [c.name for c in declared if c.result_columns] == ["host_group_mappings"]
+        result = await client.call_tool("mcp_lun_mappings", {"host_group": "vdi-a"})
+    assert [c.name for c in declared if c.result_columns] == ["mcp_lun_mappings"]
     assert result.is_error is True
     assert result.content[0].text.startswith("Result rejected")  # type: ignore[union-attr]
 

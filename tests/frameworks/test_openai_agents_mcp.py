@@ -40,7 +40,7 @@ from context_integrity.integrations import openai_agents
 set_trace_processors([])
 os.environ.setdefault("OPENAI_API_KEY", "sk-offline-never-used")
 
-TOOL = "host_group_mappings"
+TOOL = "mcp_lun_mappings"
 SERVER = textwrap.dedent(
     """
     import sys
@@ -50,11 +50,11 @@ SERVER = textwrap.dedent(
     from mcp.server.mcpserver import MCPServer
 
     ci.setup(recording_path=sys.argv[1])
-    ci.declare_tool("host_group_mappings", result_columns={"lun": "number", "host_group": "string"})
+    ci.declare_tool("mcp_lun_mappings", result_columns={"lun": "number", "host_group": "string"})
     server = MCPServer("storage", log_level="ERROR")
 
     @server.tool()
-    def host_group_mappings(host_group: str) -> list[dict[str, Any]]:
+    def mcp_lun_mappings(host_group: str) -> list[dict[str, Any]]:
         return [{"lun": "", "host_group": host_group}, {"lun": 1, "host_group": host_group}]
 
     ci_mcp.serve_contracts(server)
