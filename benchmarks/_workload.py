@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import statistics
 import timeit
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -18,22 +19,41 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import context_integrity as ci
 from context_integrity import demo
+from context_integrity.telemetry.file_export import OtlpJsonLinesSpanExporter
 
 
-def demo_spans(runs: int, *, mode: str = "warn") -> list[ReadableSpan]:
-    """The spans of ``runs`` runs of the demo's scripted agent, in the order they ended."""
+def demo_batches(batches: int, runs_per_batch: int, *, mode: str = "warn") -> Iterator[list[ReadableSpan]]:
+    """Batches of the spans of ``runs_per_batch`` runs of the demo's scripted agent, in end order."""
     memory = InMemorySpanExporter()
     provider = TracerProvider(resource=Resource.create({"service.name": demo.AGENT_NAME}))
     provider.add_span_processor(SimpleSpanProcessor(memory))
     ci.shutdown()
     ci.setup(tracer_provider=provider, check_column_types=mode)
-    for _ in range(runs):
-        with ci.run(demo.QUESTION, agent_name=demo.AGENT_NAME):
-            for step in demo.SCRIPT:
-                step.tool(**step.arguments)
-    ci.shutdown()
-    provider.shutdown()
-    return list(memory.get_finished_spans())
+    try:
+        for _ in range(batches):
+            for _ in range(runs_per_batch):
+                with ci.run(demo.QUESTION, agent_name=demo.AGENT_NAME):
+                    for step in demo.SCRIPT:
+                        step.tool(**step.arguments)
+            yield list(memory.get_finished_spans())
+            memory.clear()
+    finally:
+        ci.shutdown()
+        provider.shutdown()
+
+
+def demo_spans(runs: int, *, mode: str = "warn") -> list[ReadableSpan]:
+    """The spans of ``runs`` runs of the demo's scripted agent, in the order they ended."""
+    return next(demo_batches(1, runs, mode=mode))
+
+
+def write_recording(path: Path, runs: int, *, runs_per_batch: int = 100) -> None:
+    """A recording of ``runs`` demo runs, written by the library's own exporter one batch a line,
+    as the SDK's batch processor hands it over (about 500 spans a line)."""
+    exporter = OtlpJsonLinesSpanExporter(path)
+    for batch in demo_batches(max(runs // runs_per_batch, 1), runs_per_batch):
+        exporter.export(batch)
+    exporter.shutdown()
 
 
 def interleaved(

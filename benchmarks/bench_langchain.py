@@ -66,7 +66,7 @@ def _one_run(variant: str) -> tuple[float, float]:
         # "columns": the write seam judged; "every seam": grounds declared too, so compose and
         # choice read every request and response.
         grounds = ["list_ids"] if variant == "every seam" else None
-        ci.declare_tool("get_row", result_columns=COLUMNS, arguments_from=grounds)
+        ci.declare_tool("get_row", result_columns=COLUMNS, arguments_from=grounds, replace=True)
     middleware = [] if variant == "bare" else [integration.ContextIntegrityMiddleware()]
     agent = create_agent(_script(), tools=[get_row], middleware=middleware)  # built outside the clock
     wall, cpu = time.perf_counter(), time.process_time()

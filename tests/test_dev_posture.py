@@ -300,6 +300,6 @@ def test_the_ini_option_fails_a_session_even_when_the_project_swallows_the_error
     result.stdout.fnmatch_lines(["*context-integrity: dead checks*", "*duplicate-execution*write seam*"])
 
 
-def test_evaluation_events_is_refused_unless_a_boolean(telemetry: Telemetry) -> None:
-    with pytest.raises(ci.SetupError, match="evaluation_events must be a boolean"):
+def test_evaluation_events_is_refused_unless_a_boolean_or_all(telemetry: Telemetry) -> None:
+    with pytest.raises(ci.SetupError, match=r"evaluation_events=.*Pass True .* 'all' .* or False"):
         telemetry.configure(evaluation_events="yes")

@@ -36,7 +36,7 @@ from context_integrity.findings import CHECKED_FAIL, CHECKED_PASS, KINDS, Encoun
 from context_integrity.judge import REGISTERED_CHECKS
 from context_integrity.judge.registry import REGISTRY, RegisteredCheck
 from context_integrity.ledger import CheckId, DispositionLedger
-from context_integrity.limits import FIND_MAX_LIMIT
+from context_integrity.limits import FIND_MAX_LEDGERS, FIND_MAX_LIMIT
 from context_integrity.recording import read_recording
 from context_integrity.report.find import call_tool, filable_kinds, find_context_errors, tool_definition
 from context_integrity.telemetry import names
@@ -210,7 +210,16 @@ def test_the_demo_reads_back_with_its_findings_and_ledgers(tmp_path: Path) -> No
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src")
     subprocess.run(
-        [sys.executable, "-m", "context_integrity.cli", "demo", "--recording", str(recording)],
+        [
+            sys.executable,
+            "-m",
+            "context_integrity.cli",
+            "demo",
+            "--only",
+            "column-types",
+            "--recording",
+            str(recording),
+        ],
         env=env,
         check=True,
         capture_output=True,
@@ -219,8 +228,14 @@ def test_the_demo_reads_back_with_its_findings_and_ledgers(tmp_path: Path) -> No
     answer = find_context_errors(recording, limit=FIND_MAX_LIMIT)
     read = read_recording(recording)
     filed = [f for run in read.runs for f in run.findings]
-    assert filed and answer.startswith(f"find_context_errors: {len(filed)} findings filed across 2 runs")
-    assert answer.count("CHECKERS, run ") == 2
+    defects = [f for f in filed if not f.advisory]
+    assert defects and answer.startswith(
+        f"find_context_errors: {len(defects)} findings filed across {len(read.runs)} run"
+    )
+    assert len(_findings_of(answer)) == min(len(filed), FIND_MAX_LIMIT)
+    for finding in filed[:FIND_MAX_LIMIT]:
+        assert f"({finding.span_id})" in answer
+    assert answer.count("CHECKERS, run ") == min(len(read.runs), FIND_MAX_LEDGERS)
     for row in REGISTERED_CHECKS:
         assert f"  {row.render()}: " in answer
 

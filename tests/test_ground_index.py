@@ -241,4 +241,4 @@ def test_producer_results_past_the_memory_bound_are_not_remembered_again() -> No
     judge.compose(RequestFrame.of([*history, Message("user", "and now?")]))
     # Plain FIFO: the newest results, in arrival order. Re-remembering the aged-out ones that are
     # still in the frame would have pushed out others, request after request.
-    assert [key for _, key, _ in judge.state.produced] == keys[-bound:]
+    assert [key for _, key in judge.state.produced.kept()] == keys[-bound:]

@@ -430,13 +430,26 @@ def test_an_unreadable_attribute_is_left_out_without_losing_the_span(scenario_li
     document = json.loads(_one_line(scenario_lines))
     span = document[otlp.RESOURCE_SPANS][0]["scopeSpans"][0]["spans"][0]
     del span["parentSpanId"]
-    span["attributes"].append({"key": "odd", "value": {"intValue": "twelve"}})
+    span["attributes"].append({"key": names.ERROR_TYPE, "value": {"intValue": "twelve"}})
     recording = read_recording_text([json.dumps(document)])
     [call] = recording.loose_calls
     assert_finding(call.findings[0], LOOKUP_FINDING)
+    assert call.error_type is None
     [problem] = recording.problems
     assert problem.startswith("line 1: span ") and "1 attribute could not be read" in problem
-    assert "odd" in problem
+    assert names.ERROR_TYPE in problem
+
+
+def test_attributes_the_report_does_not_read_are_not_even_looked_at(scenario_lines: list[str]) -> None:
+    """The reader takes what the report needs from a span; an odd attribute it never reads
+    costs nothing and says nothing."""
+    document = json.loads(_one_line(scenario_lines))
+    span = document[otlp.RESOURCE_SPANS][0]["scopeSpans"][0]["spans"][0]
+    del span["parentSpanId"]
+    span["attributes"].append({"key": "some.vendor.attribute", "value": {"intValue": "twelve"}})
+    recording = read_recording_text([json.dumps(document)])
+    assert recording.problems == []
+    assert_finding(recording.loose_calls[0].findings[0], LOOKUP_FINDING)
 
 
 def test_a_ledger_row_with_non_integer_counts_is_reported_and_not_judged(scenario_lines: list[str]) -> None:

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from .judge import SetupError
     from .ledger import CheckerDeadError, LedgerRow
     from .loop import Message, ModelResponse, RequestFrame, ToolCall, ToolDefinition
-    from .telemetry.run import ModelCall, Run, current_run, run
+    from .telemetry.run import ModelCall, Run, carry_run, current_run, run
     from .telemetry.setup import Instrumentation, flush, setup, shutdown
 
 # name -> the module that owns it
@@ -60,6 +60,7 @@ _HOMES: dict[str, str] = {
     "current_run": "telemetry.run",
     "Run": "telemetry.run",
     "ModelCall": "telemetry.run",
+    "carry_run": "telemetry.run",
     "RequestFrame": "loop",
     "Message": "loop",
     "ToolDefinition": "loop",
@@ -111,6 +112,7 @@ __all__ = [
     "ToolCall",
     "ToolDefinition",
     "absent",
+    "carry_run",
     "current_run",
     "declare_claims",
     "declare_tool",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -60,13 +61,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .telemetry import setup as telemetry_setup
 
         if args.recording:
-            telemetry_setup.setup(recording_path=args.recording)
+            # The same service name the demo asks for: a second setup() may not change it.
+            service = os.environ.get("OTEL_SERVICE_NAME") or demo.AGENT_NAME
+            telemetry_setup.setup(recording_path=args.recording, service_name=service)
         modes = ("warn", "enforce") if args.mode == "both" else (args.mode,)
         return demo.main(sys.stdout, modes, only=args.only)
     if args.command == "report":
         from .paths import default_recording_path
-        from .recording import read_recording
-        from .report import format_report
+        from .recording import RecordingStream
+        from .report import write_report
 
         path = args.file or str(default_recording_path())
         if args.find or args.kind is not None or args.limit is not None:
@@ -75,20 +78,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(find_context_errors(path, kind=args.kind, limit=args.limit))
             return 0
         try:
-            recording = read_recording(path)
-        except FileNotFoundError as error:
+            if args.html:
+                from pathlib import Path
+
+                from .recording import read_recording
+                from .report.html import format_html
+
+                # The page shows every run at once (timelines, charts), so it reads the whole recording.
+                Path(args.html).write_text(format_html(read_recording(path)), encoding="utf-8")
+                print(f"context-integrity report: wrote {args.html}")
+                return 0
+            # Streamed: each run is printed as it is read, so a recording of any size reads in
+            # the memory of the runs in flight. Witnesses are read only when they are printed.
+            stream = RecordingStream(path, details=args.verbose)
+        except (FileNotFoundError, IsADirectoryError) as error:
             print(f"context-integrity report: {error}", file=sys.stderr)
             return 2
-        if args.html:
-            from pathlib import Path
-
-            from .report.html import format_html
-
-            Path(args.html).write_text(format_html(recording), encoding="utf-8")
-            print(f"context-integrity report: wrote {args.html}")
-            return 0
         try:
-            print(format_report(recording, verbose=args.verbose))
+            write_report(stream, sys.stdout, verbose=args.verbose)
+            sys.stdout.flush()
         except BrokenPipeError:  # `report | head` closed the pipe: not an error
             sys.stderr.close()
         return 0

@@ -39,6 +39,8 @@ MAX_IDENTITY_CHARS: Final = 512
 # dangling-reference bookkeeping (oldest dropped first).
 MAX_SERVED_RESULTS_PER_RUN: Final = 2000
 MAX_SERVED_TEXT_CHARS: Final = 65_536
+# And the characters they hold together (a run's empty-lookup corpus); oldest dropped first.
+MAX_PRODUCED_CHARS_PER_RUN: Final = 8_000_000
 
 # How deep the argument walk descends into a tool call's arguments. Models
 # write shallow JSON; anything deeper is either hostile or a cycle, and a
@@ -93,3 +95,45 @@ FIND_MAX_LIMIT: Final = 25
 FIND_MESSAGE_CHARS: Final = 300
 # Runs whose ledger an answer prints (the most recent); the others are counted.
 FIND_MAX_LEDGERS: Final = 3
+
+# An exception's stack trace on a span: the innermost frames name the bug; a recursion's
+# thousand frames, or an exception message of megabytes, must not reach the exporter.
+MAX_STACKTRACE_FRAMES: Final = 32
+MAX_STACKTRACE_CHARS: Final = 8192
+
+# How long process exit (and ci.shutdown()) waits for the exporters to take what is buffered. A
+# collector that is down must not hold the process for the SDK's tens of seconds of retries.
+EXIT_FLUSH_MILLIS: Final = 3000
+
+# Problems a recording read keeps word for word (a report lists them); past
+# this they are only counted, so a file of garbage cannot fill memory.
+MAX_LISTED_PROBLEMS: Final = 1000
+
+# Traces the streaming reader keeps open while they wait for a run span or a
+# summary. Past this the oldest is reported with what it has: memory follows
+# the runs in flight, never the size of the recording.
+MAX_OPEN_TRACES_READ: Final = 4096
+
+# Distinct (server, tool, field) declarations from MCP servers warned about before repeats go to debug:
+# a misconfigured fleet must not flood the log.
+MAX_WARNED_DECLARATIONS: Final = 500
+
+# The local recording rotates when a write would take it past this size: the file is renamed to
+# ``<name>.1`` (replacing the previous one) and a new one begins, so a recording holds at most about
+# twice this on disk. $CONTEXT_INTEGRITY_RECORDING_MAX_BYTES overrides it, down to the minimum.
+MAX_RECORDING_BYTES: Final = 64 * 1024 * 1024
+MIN_RECORDING_BYTES: Final = 64 * 1024
+RECORDING_BACKUPS: Final = 1
+
+# Spans the recording's writer holds while the file takes the previous batch, and how many it writes
+# a line. When the queue is full, the span that ends waits for room at most this long once per
+# stall, then is dropped and counted (the host never waits on a disk that does not answer).
+MAX_RECORDING_QUEUE_SPANS: Final = 2048
+RECORDING_BATCH_SPANS: Final = 512
+RECORDING_DELAY_MILLIS: Final = 1000
+MAX_RECORDING_WAIT_MILLIS: Final = 250
+# How long a writer waits for another process's lock on the recording before it writes its line
+# anyway (one whole write: appends never interleave; only the rotation check is skipped).
+RECORDING_LOCK_WAIT_MILLIS: Final = 500
+# Traces a drop record names (the count is always whole).
+MAX_DROPPED_TRACES_NAMED: Final = 20

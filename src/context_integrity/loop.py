@@ -175,14 +175,42 @@ def _json_text(value: object) -> str:
 def _part_text(part: object) -> str:
     if isinstance(part, str):
         return str(part)
-    if isinstance(part, Mapping):
-        try:
+    try:
+        if isinstance(part, Mapping):
             text = part.get("text")
             if part.get("type") == "text" and isinstance(text, str):
                 return str(text)
-        except Exception:
-            pass
+        elif getattr(part, "type", None) == "text" and isinstance(getattr(part, "text", None), str):
+            return str(part.text)  # type: ignore[attr-defined]  # an MCP TextContent model
+    except Exception:
+        pass
     return _json_text(part)
+
+
+def _mcp_result_text(content: object) -> str | None:
+    """The text an MCP ``CallToolResult`` (model or wire dict) puts before the model, else ``None``.
+
+    Its content blocks' texts, then its structured content as JSON: both reach the model, so both
+    are ground for the arguments it chooses next.
+    """
+    try:
+        if isinstance(content, Mapping):
+            if "content" not in content or not ("isError" in content or "structuredContent" in content):
+                return None
+            blocks, structured = content.get("content"), content.get("structuredContent")
+        elif hasattr(content, "content") and hasattr(content, "is_error"):
+            blocks, structured = (
+                getattr(content, "content", None),
+                getattr(content, "structured_content", None),
+            )
+        else:
+            return None
+        parts = [_part_text(block) for block in blocks] if isinstance(blocks, (list, tuple)) else []
+        if structured is not None:
+            parts.append(_json_text(structured))
+        return "\n".join(parts)
+    except Exception:
+        return None
 
 
 def content_text(content: object) -> str:
@@ -203,7 +231,8 @@ def content_text(content: object) -> str:
             return "\n".join(_part_text(part) for part in content)
         except Exception:
             return _json_text(content)
-    return _json_text(content)
+    mcp_text = _mcp_result_text(content)
+    return mcp_text if mcp_text is not None else _json_text(content)
 
 
 def message_text(message: Message) -> str:

@@ -31,3 +31,9 @@ def default_recording_path() -> Path:
     state_home = os.environ.get(XDG_STATE_HOME_VAR)
     base = Path(state_home) if state_home and os.path.isabs(state_home) else Path.home() / ".local" / "state"
     return base / STATE_DIR_NAME / RECORDING_FILE_NAME
+
+
+def rotated_path(path: str | os.PathLike[str], generation: int = 1) -> Path:
+    """``<recording>.<generation>``: where rotation moved an older part of a recording."""
+    location = Path(path)
+    return location.with_name(f"{location.name}.{generation}")

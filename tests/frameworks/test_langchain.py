@@ -45,7 +45,9 @@ from pydantic import BaseModel, Field
 import context_integrity as ci
 from context_integrity.integrations import SUPPORTED
 from context_integrity.integrations import langchain as integration
+from context_integrity.judge.seams import unjudged_refusal
 from context_integrity.telemetry import names
+from context_integrity.telemetry.setup import CONTRACTS
 
 LUN_ROWS = [{"logical_unit_number": ""}, {"logical_unit_number": 3}]
 LUN_COLUMNS = {"logical_unit_number": "number"}
@@ -119,6 +121,20 @@ def armed(telemetry: Telemetry) -> Iterator[Telemetry]:
 
 def test_the_integration_is_in_the_table_setup_reads() -> None:
     assert ("langchain", integration.__name__) in SUPPORTED
+
+
+def test_setup_alone_arms_create_agent_and_shutdown_disarms_it(telemetry: Telemetry) -> None:
+    """No instrument_all(), no middleware passed, no ci.run: ``ci.setup()`` is the one call."""
+    telemetry.configure(check_column_types="warn")
+    model = scripted(call("lun_mappings", {"host_group": "vdi-a"}, "call_lun"), AIMessage(content="done"))
+    create_agent(model, tools=[lun_tool()]).invoke({"messages": QUESTION})
+    assert kinds(telemetry.one(names.tool_span_name("lun_mappings"))) == ["column-type-mismatch"]
+    one_run(telemetry)
+    ci.shutdown()
+    telemetry.spans.clear()
+    model = scripted(call("lun_mappings", {"host_group": "vdi-a"}, "call_lun"), AIMessage(content="done"))
+    create_agent(model, tools=[lun_tool()]).invoke({"messages": QUESTION})
+    assert telemetry.summaries() == []
 
 
 class TestLunRows:
@@ -228,6 +244,15 @@ class TestDeclarations:
             return LUN_ROWS
 
         assert table.name == "lun_table", "LangChain's tool object is returned as it is"
+
+        @ci.tool(once_per_run=True)
+        @tool("open_ticket")
+        def ticket() -> str:
+            """Opens a ticket."""
+            return "T-1"
+
+        contract = CONTRACTS.get("open_ticket")
+        assert contract is not None and contract.once_per_run
         model = scripted(call("lun_table", {}, "c1"), AIMessage(content="done"))
         create_agent(model, tools=[table]).invoke({"messages": QUESTION})
         (delivered,) = tool_messages(model.received[1])
@@ -509,7 +534,7 @@ def test_enforce_fails_closed_when_our_own_part_fails(
     result = create_agent(model, tools=[lun_tool()]).invoke({"messages": QUESTION})
     assert result["messages"][-1].content == "done"
     (delivered,) = tool_messages(model.received[1])
-    assert delivered.content == integration.UNJUDGED_REFUSAL.format(tool="lun_mappings")
+    assert delivered.content == unjudged_refusal("lun_mappings")
     assert delivered.tool_call_id == "c1"
 
 

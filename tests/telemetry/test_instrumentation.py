@@ -25,6 +25,7 @@ import context_integrity as ci
 from context_integrity.checks.column_types import COLUMN_TYPE_CEILING
 from context_integrity.judge import COLUMN_DIALS, REGISTERED_CHECKS
 from context_integrity.judge import registry as judge_module
+from context_integrity.judge.seams import unjudged_refusal
 from context_integrity.ledger import ROW_FIELDS
 from context_integrity.telemetry import names, schema
 
@@ -35,8 +36,12 @@ LUN_ROWS = [
 
 
 def _mappings_tool(rows: Any) -> Any:
+    # The demo declares a tool of this name when it is imported: this test's contract replaces it on
+    # purpose (the fixture puts the demo's back).
     @ci.tool(
-        result_columns={"logical_unit_number": "number", "host_group": "string"}, name="host_group_mappings"
+        result_columns={"logical_unit_number": "number", "host_group": "string"},
+        name="host_group_mappings",
+        replace=True,
     )
     def host_group_mappings(host_group: str) -> Any:
         return rows
@@ -308,10 +313,11 @@ class TestSummarySpan:
 
 
 class TestNeverBreakTheHost:
-    def test_a_check_that_raises_is_recorded_as_unreachable_and_the_result_delivered(
-        self, telemetry: Telemetry, monkeypatch: pytest.MonkeyPatch
+    @pytest.mark.parametrize("mode", ["warn", "enforce"])
+    def test_a_check_that_raises_is_recorded_as_unreachable_and_enforce_fails_closed(
+        self, telemetry: Telemetry, monkeypatch: pytest.MonkeyPatch, mode: str
     ) -> None:
-        telemetry.configure(check_column_types="enforce")
+        telemetry.configure(check_column_types=mode)
 
         def broken(*_: Any, **__: Any) -> Any:
             raise ZeroDivisionError("a bug of ours")
@@ -319,7 +325,11 @@ class TestNeverBreakTheHost:
         monkeypatch.setattr(judge_module, "column_types_of", broken)
         tool = _mappings_tool(LUN_ROWS)
         with ci.run("q") as agent_run:
-            assert tool("vdi-a") is LUN_ROWS
+            delivered = tool("vdi-a")
+        if mode == "warn":  # warn changes nothing: the rows go through
+            assert delivered is LUN_ROWS
+        else:  # enforce never hands over rows it could not judge
+            assert delivered == unjudged_refusal("host_group_mappings")
         row = next(r for r in agent_run.ledger() if r.check == "column-type-mismatch")
         assert (row.checked, row.unreachable) == (0, 1)
         span = telemetry.one(names.tool_span_name("host_group_mappings"))

@@ -248,3 +248,12 @@ def test_the_exceptional_counts_are_written_only_when_nonzero(
 
 def test_the_sparse_counts_are_row_fields() -> None:
     assert set(schema.SPARSE_COUNT_FIELDS) <= set(schema.COUNT_FIELDS)
+
+
+@given(count=st.integers(min_value=1, max_value=10**9), traces=st.lists(st.text(max_size=32), max_size=40))
+def test_a_drop_record_round_trips(count: int, traces: list[str]) -> None:
+    from context_integrity.limits import MAX_DROPPED_TRACES_NAMED
+
+    encoded = schema.dropped_attributes(count, traces)
+    assert schema.decode_dropped(encoded) == (count, traces[:MAX_DROPPED_TRACES_NAMED])
+    assert schema.decode_dropped({names.FINDING_KIND: "x"}) is None  # another record

@@ -32,7 +32,9 @@ Detection only: nothing is blocked, changed or retried.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from bisect import bisect_right
+from collections import deque
+from collections.abc import Iterable, Sequence
 from typing import Final
 
 from .. import limits
@@ -55,6 +57,116 @@ EMPTY_LOOKUP_CEILING: Final = (
     "An empty result can be true: this notice marks a place to look, never a verdict, because a "
     "real absence and a broken filter look exactly the same from here."
 )
+
+# ── What producers served, indexed as they serve it ──────────────────────
+
+# Joins one producer's texts for a single C-level search; a needle holding it falls back to a scan.
+_SEPARATOR: Final = "\x00"
+
+
+class _Shelf:
+    """One producer's served texts, lowered once, oldest first, searched as one joined string."""
+
+    __slots__ = ("_joined", "_starts", "texts")
+
+    def __init__(self) -> None:
+        self.texts: deque[tuple[int, str]] = deque()
+        self._joined: str | None = None
+        self._starts: list[int] = []
+
+    def add(self, seq: int, lowered: str) -> None:
+        self.texts.append((seq, lowered))
+        self._joined = None
+
+    def drop_oldest(self) -> int:
+        self._joined = None
+        return len(self.texts.popleft()[1])
+
+    def first(self, needle: str) -> int | None:
+        """The sequence number of the oldest text holding ``needle``, if any."""
+        if _SEPARATOR in needle:
+            return next((seq for seq, text in self.texts if needle in text), None)
+        if self._joined is None:
+            self._joined = _SEPARATOR.join(text for _, text in self.texts)
+            starts, at = [], 0
+            for _, text in self.texts:
+                starts.append(at)
+                at += len(text) + 1
+            self._starts = starts
+        position = self._joined.find(needle)
+        if position < 0:
+            return None
+        return self.texts[bisect_right(self._starts, position) - 1][0]
+
+
+class ProducedCorpus:
+    """Every producer text a run served, lowered and shelved by producer once, as it is served.
+
+    A lookup is then one bounded substring search per declared producer (in C), instead of
+    lowering and scanning every text ever served on every empty result. The semantics are the
+    check's own: a value counts as served when it is a case-insensitive substring of a text a
+    declared producer served; the producer named is the one whose earliest such text is oldest.
+    Bounded by ``limits.MAX_SERVED_RESULTS_PER_RUN`` texts and ``limits.MAX_PRODUCED_CHARS_PER_RUN``
+    characters; past either, the oldest text is dropped.
+    """
+
+    __slots__ = ("_chars", "_keys", "_order", "_seq", "_shelves")
+
+    def __init__(self) -> None:
+        self._shelves: dict[str, _Shelf] = {}
+        self._order: deque[tuple[str, str]] = deque()  # (producer, key), oldest first
+        self._keys: set[tuple[str, str]] = set()
+        self._seq = 0
+        self._chars = 0
+
+    @classmethod
+    def of(cls, pairs: Iterable[tuple[str, str]]) -> ProducedCorpus:
+        corpus = cls()
+        for index, (producer, text) in enumerate(pairs):
+            corpus.add(producer, f"#{index}", text)
+        return corpus
+
+    def __contains__(self, entry: tuple[str, str]) -> bool:
+        return entry in self._keys
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def kept(self) -> list[tuple[str, str]]:
+        """(producer, key) of every text kept, oldest first."""
+        return list(self._order)
+
+    def add(self, producer: str, key: str, text: str) -> None:
+        """Shelve one served text (an empty one, or a key already kept, changes nothing)."""
+        if not text or (producer, key) in self._keys:
+            return
+        lowered = text[: limits.MAX_SERVED_TEXT_CHARS].lower()
+        while self._order and (
+            len(self._order) >= limits.MAX_SERVED_RESULTS_PER_RUN
+            or self._chars + len(lowered) > limits.MAX_PRODUCED_CHARS_PER_RUN
+        ):
+            oldest = self._order.popleft()
+            self._keys.discard(oldest)
+            self._chars -= self._shelves[oldest[0]].drop_oldest()
+        self._seq += 1
+        self._shelves.setdefault(producer, _Shelf()).add(self._seq, lowered)
+        self._order.append((producer, key))
+        self._keys.add((producer, key))
+        self._chars += len(lowered)
+
+    def serves_any(self, producers: Iterable[str]) -> bool:
+        return any(self._shelves.get(name) is not None and self._shelves[name].texts for name in producers)
+
+    def carrier(self, needle: str, producers: Iterable[str]) -> str | None:
+        """The declared producer whose oldest text holding ``needle`` (already lowered) is oldest."""
+        best: tuple[int, str] | None = None
+        for name in producers:
+            shelf = self._shelves.get(name)
+            seq = shelf.first(needle) if shelf is not None else None
+            if seq is not None and (best is None or seq < best[0]):
+                best = (seq, name)
+        return best[1] if best is not None else None
+
 
 # ── The check ────────────────────────────────────────────────────────────
 
@@ -140,22 +252,23 @@ def empty_lookup_of(
     call_id: str,
     arguments: object,
     arguments_from: tuple[str, ...],
-    produced: Sequence[tuple[str, str]],
+    produced: Sequence[tuple[str, str]] | ProducedCorpus,
     result: object = None,
     epoch: int = 0,
 ) -> Encounter:
     """The pure judge: one armed call's result, already read, against what its producers served.
 
-    ``produced`` is every (producer tool name, served text) pair earlier in
-    this run, as the judge kept them; only producers ``arguments_from``
-    declares count. ``result`` is the raw value, quoted in the witness.
+    ``produced`` is what producers served earlier in this run: the run's
+    :class:`ProducedCorpus`, or (producer tool name, served text) pairs; only
+    producers ``arguments_from`` declares count. ``result`` is the raw value,
+    quoted in the witness.
     """
     if reading.shape in ("other", "unreadable"):
         return Encounter(findings=[], disposition=NOT_APPLICABLE)
     if not reading.empty:
         return Encounter(findings=[], disposition=CHECKED_PASS)
-    grounds = [(producer, text.lower()) for producer, text in produced if producer in arguments_from and text]
-    if not grounds:
+    corpus = produced if isinstance(produced, ProducedCorpus) else ProducedCorpus.of(produced)
+    if not corpus.serves_any(arguments_from):
         return Encounter(findings=[], disposition=UNREACHABLE)
 
     findings: list[Finding] = []
@@ -163,8 +276,7 @@ def empty_lookup_of(
         trimmed = value.strip()
         if len(trimmed) < limits.MIN_CHECKED_ARGUMENT_CHARS:
             continue
-        needle = trimmed.lower()
-        carrier = next((name for name, text in grounds if needle in text), None)
+        carrier = corpus.carrier(trimmed.lower(), arguments_from)
         if carrier is not None:
             findings.append(
                 _finding(

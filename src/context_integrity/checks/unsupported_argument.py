@@ -131,6 +131,13 @@ def _field(entry: object, name: str) -> object:
         return None
 
 
+def _entry(entry: object) -> tuple[object, object]:
+    """(value, source) of one entry: an ExternalGround, a mapping with those keys, or a pair."""
+    if isinstance(entry, (tuple, list)) and len(entry) == 2:
+        return entry[0], entry[1]
+    return _field(entry, "value"), _field(entry, "source")
+
+
 def _usable_grounds(entries: object) -> list[tuple[str, str, str]]:
     """(lowered value, raw value, source) for every usable entry; garbage is skipped."""
     if isinstance(entries, (str, bytes, Mapping)) or not isinstance(entries, Iterable):
@@ -139,8 +146,7 @@ def _usable_grounds(entries: object) -> list[tuple[str, str, str]]:
     for index, entry in enumerate(entries):
         if index >= limits.MAX_EXTERNAL_GROUNDS:
             break
-        value = _field(entry, "value")
-        source = _field(entry, "source")
+        value, source = _entry(entry)
         if isinstance(value, str) and value.strip() and isinstance(source, str) and source.strip():
             usable.append((value.lower(), value, source))
     return usable

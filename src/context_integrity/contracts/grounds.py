@@ -71,3 +71,40 @@ def declared_enum_values(input_schema: object) -> frozenset[str]:
     with contextlib.suppress(Exception):  # a hostile mapping: keep what was read before it failed
         _collect_enums(input_schema, 0, out)
     return frozenset(out)
+
+
+# Schema keywords whose value maps names to sub-schemas: a key there named "enum" is a property.
+_NAMED_SCHEMAS = frozenset({"properties", "patternProperties", "$defs", "definitions"})
+
+
+def _bad_enum(node: object, depth: int, named: bool) -> tuple[object] | None:
+    """``(the malformed enum,)`` of the first one found, else ``None``."""
+    if depth > limits.MAX_SCHEMA_DEPTH:
+        return None
+    if isinstance(node, Mapping):
+        if not named and "enum" in node:
+            enum = node["enum"]
+            if not isinstance(enum, (list, tuple)) or not enum:
+                return (enum,)
+        for key, child in node.items():
+            found = _bad_enum(child, depth + 1, not named and key in _NAMED_SCHEMAS)
+            if found is not None:
+                return found
+    elif isinstance(node, (list, tuple)):
+        for child in node:
+            found = _bad_enum(child, depth + 1, False)
+            if found is not None:
+                return found
+    return None
+
+
+def assert_enums(tool_name: str, input_schema: Mapping[str, object]) -> None:
+    """Refuse an ``enum`` that is not a non-empty array: the model would be told words that are not."""
+    bad = _bad_enum(input_schema, 0, False)
+    if bad is not None:
+        (found,) = bad
+        raise _refuse(
+            tool_name,
+            f"input_schema has an enum that is {type(found).__name__} {found!r:.80}, not a list of values.",
+            'Write each enum as a non-empty JSON array, e.g. "enum": ["gold", "silver"].',
+        )

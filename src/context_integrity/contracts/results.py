@@ -13,6 +13,9 @@ What counts, in Python terms (see DESIGN.md):
   matched nothing" (made with :func:`absent`);
 * a non-empty ``list`` or ``tuple`` of anything else (ids, prose, nested lists) is
   **items**: something was found, but there are no columns to judge;
+* MCP content blocks (``{"type": "text", "text": ...}`` and the SDK's ``TextContent`` and its
+  siblings) are never rows: a list of them is **items**; an MCP ``CallToolResult`` (the model or its
+  wire dict) is read through :func:`judged_value`, on its structured content;
 * everything else is **other**: prose, ``None``, a ``{"rows": [...]}`` wrapper,
   scalars, a named tuple (one record, not rows), and any generator or
   iterator, which is never consumed.
@@ -174,6 +177,70 @@ def _dataclass_row(row: object, names: tuple[str, ...]) -> dict[str, object]:
 
 _PLAIN_ROWS: Final[frozenset[type]] = frozenset({dict})
 
+# MCP's content block types, by the ``type`` they carry, with the field each one must have.
+CONTENT_BLOCK_FIELDS: Final[Mapping[str, str]] = {
+    "text": "text",
+    "image": "data",
+    "audio": "data",
+    "resource": "resource",
+    "resource_link": "uri",
+}
+
+
+def is_content_block(value: object) -> bool:
+    """An MCP content block, as a pydantic model of the SDK or as its dict form. Never raises."""
+    try:
+        if isinstance(value, Mapping):
+            kind = value.get("type")
+            return isinstance(kind, str) and CONTENT_BLOCK_FIELDS.get(kind, "\0") in value
+        kind = getattr(value, "type", None)
+        needed = CONTENT_BLOCK_FIELDS.get(kind) if isinstance(kind, str) else None
+        return needed is not None and is_model_class(type(value)) and hasattr(value, needed)
+    except Exception:
+        return False
+
+
+# ── MCP tool results ────────────────────────────────────────────────────
+
+_NOT_JUDGED: Final = object()
+
+
+def _mcp_fields(value: object) -> tuple[object, object, object] | None:
+    """(content, structured content, is-error) of an MCP ``CallToolResult`` or its wire dict, else None."""
+    if isinstance(value, Mapping):
+        if "content" in value and ("isError" in value or "structuredContent" in value):
+            return value.get("content"), value.get("structuredContent"), value.get("isError")
+        return None
+    if is_model_class(type(value)) and hasattr(value, "content") and hasattr(value, "is_error"):
+        return (
+            getattr(value, "content", None),
+            getattr(value, "structured_content", None),
+            getattr(value, "is_error", None),
+        )
+    return None
+
+
+def judged_value(value: object, *, wrapped: bool = False) -> object:
+    """The part of a tool result the write seam judges. Never raises.
+
+    An MCP ``CallToolResult`` (model or dict form) is judged on its structured content, unwrapped
+    from ``{"result": ...}`` when the tool's output schema says it wraps (``wrapped``); an error
+    result, or one with no structured content (only content blocks), is judged as nothing
+    (not-applicable). Anything else is itself.
+    """
+    try:
+        fields = _mcp_fields(value)
+        if fields is None:
+            return value
+        _, structured, is_error = fields
+        if is_error or structured is None:
+            return _NOT_JUDGED
+        if wrapped and isinstance(structured, Mapping) and list(structured) == ["result"]:
+            return structured["result"]
+        return structured
+    except Exception:
+        return _NOT_JUDGED
+
 
 def _elements(value: list[object] | tuple[object, ...]) -> tuple[object, ...]:
     """The elements a list or tuple holds, read through the base type, never a subclass's ``__iter__``.
@@ -213,11 +280,11 @@ def read_result(value: object) -> ResultReading:
     if type(value) is list:
         # The common result, a list of plain dicts, decided before anything else is asked.
         elements: tuple[object, ...] = tuple(value)
-        if elements and set(map(type, elements)) == _PLAIN_ROWS:
+        if elements and set(map(type, elements)) == _PLAIN_ROWS and not is_content_block(elements[0]):
             return ResultReading("rowset", elements, plain=True)  # type: ignore[arg-type]
     if isinstance(value, Absence):
         return ABSENCE
-    if not isinstance(value, (list, tuple)) or _is_record(value):
+    if value is _NOT_JUDGED or not isinstance(value, (list, tuple)) or _is_record(value):
         # Generators and other iterators land here untouched: judging them
         # would consume the result before the model could read it.
         return OTHER
@@ -226,6 +293,8 @@ def read_result(value: object) -> ResultReading:
         if not elements:
             return NO_ROWS
         row_types = set(map(type, elements))
+        if is_content_block(elements[0]):
+            return ITEMS  # MCP content blocks carry text for the model, never rows to judge
         if row_types == _PLAIN_ROWS:
             # The common result, a list of plain dicts: no plan to make, no row to adapt.
             return ResultReading("rowset", elements, plain=True)  # type: ignore[arg-type]

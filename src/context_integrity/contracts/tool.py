@@ -9,7 +9,7 @@ from typing import Any
 from .columns import NormalizedColumn, normalize_columns
 from .errors import DeclarationError
 from .errors import refuse as _refuse
-from .grounds import assert_arguments_from, declared_enum_values
+from .grounds import assert_arguments_from, assert_enums, declared_enum_values
 
 
 def assert_tool_name(name: object) -> str:
@@ -18,6 +18,17 @@ def assert_tool_name(name: object) -> str:
             f"A tool name must be a non-blank string (got {name!r}). Pass name='...' or use a named function."
         )
     return name
+
+
+def assert_result_kind(tool_name: str, result_kind: object) -> str:
+    """Refuse a ``result_kind`` that is not a non-blank string (e.g. ``'dataset/rows'``)."""
+    if not isinstance(result_kind, str) or not result_kind.strip():
+        raise _refuse(
+            tool_name,
+            f"result_kind is {result_kind!r}, not a non-blank string.",
+            "Name what the result is, e.g. result_kind='dataset/rows', or leave it out.",
+        )
+    return result_kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +46,10 @@ class ToolContract:
     input_schema: Mapping[str, Any] | None = None
     # Its effect must happen once per run (a ticket opened, a payment sent): arms duplicate-execution.
     once_per_run: bool = False
+    # What the result IS (an artifact kind such as 'dataset/rows'): informational, travels over MCP.
+    result_kind: str | None = None
+    # The structured result arrives wrapped as {"result": [...]} (an MCP output schema said so).
+    result_wrapped: bool = False
     # The schema's enum words, lowered once here so no check re-reads the schema per call.
     enum_values: frozenset[str] = field(default=frozenset(), compare=False)
 
@@ -47,6 +62,8 @@ def define_contract(
     arguments_from: object = None,
     input_schema: Mapping[str, Any] | None = None,
     once_per_run: object = False,
+    result_kind: object = None,
+    result_wrapped: bool = False,
 ) -> ToolContract:
     """Validate one tool's declarations and return its contract.
 
@@ -68,8 +85,17 @@ def define_contract(
             f"once_per_run is {type(once_per_run).__name__} ({once_per_run!r}), not a boolean.",
             "Pass once_per_run=True for a tool whose effect must happen once per run, or leave it out.",
         )
+    if input_schema is not None:
+        assert_enums(name, input_schema)
+    if description is not None and not isinstance(description, str):
+        raise _refuse(
+            name, f"description is {type(description).__name__}, not text.", "Pass a string, or leave it out."
+        )
+    kind = None if result_kind is None else assert_result_kind(name, result_kind)
     return ToolContract(
         name=name,
+        result_kind=kind,
+        result_wrapped=bool(result_wrapped),
         description=description,
         result_columns=columns,
         arguments_from=grounds,

@@ -17,6 +17,7 @@ from typing import Final
 SUPPORTED: Final[tuple[tuple[str, str], ...]] = (
     ("pydantic_ai", "context_integrity.integrations.pydantic_ai"),
     ("langchain", "context_integrity.integrations.langchain"),
+    ("openai_agents", "context_integrity.integrations.openai_agents"),
 )
 
 

@@ -9,6 +9,7 @@ inside it) a contract in the book, under the LangChain tool name. Only imported 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping
@@ -28,12 +29,9 @@ logger = logging.getLogger("context_integrity")
 
 # The key of a LangChain tool's ``metadata`` that holds its declaration.
 METADATA_KEY: Final = "context_integrity"
-_DECLARATION_FIELDS: Final = (
-    "result_columns",
-    "arguments_from",
-    "input_schema",
-    "description",
-    "once_per_run",
+# The fields the metadata may hold: exactly the ones declare_tool takes, read from it.
+_DECLARATION_FIELDS: Final = tuple(
+    p.name for p in inspect.signature(declare_tool).parameters.values() if p.kind is p.KEYWORD_ONLY
 )
 
 _ROLES: Final[Mapping[str, Role]] = {

@@ -13,13 +13,12 @@ import contextlib
 import contextvars
 import functools
 import inspect
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Set
 from typing import Any, Final, ParamSpec, TypeVar, overload
 
-from ..contracts import ToolContract, define_contract
+from ..contracts import DeclarationError, ToolContract, define_contract
 from ..contracts.claims import ClaimsContract, define_claims
-from ..telemetry.emit import record_internal_error
-from ..telemetry.run import ToolScope
+from ..telemetry.run import ToolScope, unopened_call
 from ..telemetry.setup import CONTRACTS
 
 P = ParamSpec("P")
@@ -32,8 +31,8 @@ CONTRACT_ATTRIBUTE: Final = "__context_integrity_contract__"
 # The call a host integration judges itself (it holds the framework's own hook for the raw
 # result): when the framework calls the very wrapper named here, the wrapper passes straight
 # through, so one call is judged once, under the framework's name for it.
-_judged_by_host: contextvars.ContextVar[object | None] = contextvars.ContextVar(
-    "context_integrity_judged_by_host", default=None
+_call_judged_by_host: contextvars.ContextVar[object | None] = contextvars.ContextVar(
+    "context_integrity_call_judged_by_host", default=None
 )
 
 
@@ -47,28 +46,66 @@ def contract_of(fn: object) -> ToolContract | None:
 
 
 @contextlib.contextmanager
-def judged_by_host(fn: object) -> Iterator[None]:
+def host_judges_call(fn: object) -> Iterator[None]:
     """Within this block a call of ``fn`` (a ``@tool`` wrapper) is the host's to judge."""
-    token = _judged_by_host.set(fn)
+    token = _call_judged_by_host.set(fn)
     try:
         yield
     finally:
-        _judged_by_host.reset(token)
+        _call_judged_by_host.reset(token)
 
 
 def _host_judges(wrapper: object) -> contextvars.Token[object | None] | None:
     """If the host judges this call of ``wrapper``: consume the mark (nested calls are ours again)."""
-    if _judged_by_host.get() is not wrapper:
+    if _call_judged_by_host.get() is not wrapper:
         return None
-    return _judged_by_host.set(None)
+    return _call_judged_by_host.set(None)
 
 
-def _open_call(contract: ToolContract, arguments: Callable[[], Mapping[str, Any]]) -> ToolScope | None:
+# The decorated tools whose calls a framework integration judges itself, at the host's own seam
+# (the function decorated under a framework's tool decorator): inside such a host run their
+# wrapper steps aside, so each call is judged once, under the name the framework gave it.
+_judged_by_host: contextvars.ContextVar[Set[str]] = contextvars.ContextVar(
+    "context_integrity_judged_by_host", default=frozenset()
+)
+
+
+def judged_by_host(names: Set[str]) -> contextvars.Token[Set[str]]:
+    """Within this context, the decorated tools ``names`` are judged by the host integration."""
+    return _judged_by_host.set(names)
+
+
+def release_to_wrappers(token: contextvars.Token[Set[str]]) -> None:
+    """Undo :func:`judged_by_host`."""
+    _judged_by_host.reset(token)
+
+
+def _is_agents_tool(target: object) -> bool:
+    """Whether ``target`` is an OpenAI Agents SDK ``FunctionTool``, known without importing the SDK."""
+    return any(
+        cls.__name__ == "FunctionTool" and cls.__module__.startswith("agents.")
+        for cls in type(target).__mro__
+    )
+
+
+def _framework_tool_name(target: object) -> str | None:
+    """The name a framework's tool object shows the model, when ``target`` is one (LangChain's
+    ``BaseTool``, the Agents SDK's ``FunctionTool``): its integration judges its calls, so it is
+    declared under that name, not wrapped."""
+    if not (_is_langchain_tool(target) or _is_agents_tool(target)):
+        return None
+    name = getattr(target, "name", None)
+    return name if isinstance(name, str) else ""
+
+
+def _open_call(contract: ToolContract, arguments: Callable[[], Mapping[str, Any]]) -> ToolScope | str | None:
+    """The call's scope; else the refusal to hand over (enforce cannot judge it); else ``None``."""
+    if contract.name in _judged_by_host.get():
+        return None
     try:
         return ToolScope(contract, arguments)
     except Exception as ours:
-        record_internal_error(None, "opening a tool span", ours)
-        return None
+        return unopened_call(contract, ours)
 
 
 def _binder(
@@ -102,6 +139,25 @@ def _binder(
     return bind
 
 
+def _refuse_unknown(where: str, tool_name: object, unknown: Mapping[str, object]) -> None:
+    if not unknown:
+        return
+    import difflib  # only for a misspelled keyword: kept off the import path
+
+    # The keywords are read off the signature, so the message never lags behind a new field.
+    takes = [
+        p.name
+        for p in inspect.signature(tool if where.startswith("ci.tool") else declare_tool).parameters.values()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY
+    ]
+    word = next(iter(unknown))
+    close = difflib.get_close_matches(word, takes, n=1)
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    raise DeclarationError(
+        f"Tool {tool_name!r}: {where} got an unknown keyword {word!r}.{hint} It takes: {', '.join(takes)}."
+    )
+
+
 def declare_tool(
     name: str,
     *,
@@ -110,12 +166,20 @@ def declare_tool(
     input_schema: Mapping[str, Any] | None = None,
     description: str | None = None,
     once_per_run: bool = False,
+    result_kind: object = None,
+    replace: bool = False,
+    **unknown: object,
 ) -> ToolContract:
     """Declare the contract of a tool this application did not write (a framework or MCP tool).
 
+    ``result_kind`` names what the result is (e.g. ``'dataset/rows'``); it is informational, and
+    travels over MCP with the other declarations.
+
     Raises :class:`~context_integrity.DeclarationError` naming the tool, the field
-    and the fix when a declaration cannot be honoured.
+    and the fix when a declaration cannot be honoured, a keyword is misspelled, or the
+    name is already declared with a different contract (pass ``replace=True`` to mean it).
     """
+    _refuse_unknown("declare_tool()", name, unknown)
     contract = define_contract(
         name,
         description=description,
@@ -123,8 +187,9 @@ def declare_tool(
         arguments_from=arguments_from,
         input_schema=input_schema,
         once_per_run=once_per_run,
+        result_kind=result_kind,
     )
-    CONTRACTS.declare(contract)
+    CONTRACTS.declare(contract, replace=replace is True)
     return contract
 
 
@@ -169,6 +234,8 @@ def tool(
     description: str | None = None,
     input_schema: Mapping[str, Any] | None = None,
     once_per_run: bool = False,
+    result_kind: object = None,
+    replace: bool = False,
 ) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
 def tool(
     fn: Callable[P, R] | None = None,
@@ -180,6 +247,9 @@ def tool(
     description: str | None = None,
     input_schema: Mapping[str, Any] | None = None,
     once_per_run: bool = False,
+    result_kind: object = None,
+    replace: bool = False,
+    **unknown: object,
 ) -> Callable[P, R] | Callable[[Callable[P, R]], Callable[P, R]]:
     """Declare a tool's contract and instrument its calls (sync or async).
 
@@ -190,18 +260,36 @@ def tool(
     the tool later returns can make the wrapper raise.
     """
 
+    if isinstance(fn, str):
+        raise DeclarationError(
+            f"Tool {fn!r}: ci.tool({fn!r}) passes the name where the function goes. "
+            f"Write @ci.tool(name={fn!r}) (with any other declarations as keywords)."
+        )
+    if fn is not None and not callable(fn) and _framework_tool_name(fn) is None:
+        raise DeclarationError(
+            f"ci.tool() decorates a function, and got {type(fn).__name__} {fn!r:.80}. "
+            "Write @ci.tool above a def, or @ci.tool(result_columns=..., arguments_from=...)."
+        )
+    _refuse_unknown("ci.tool()", name, unknown)
+
     def decorate(target: Callable[P, R]) -> Callable[P, R]:
-        if _is_langchain_tool(target):
-            # Above LangChain's @tool: the tool object is LangChain's, and so is its name. The
-            # declaration goes under that name; the integration's middleware judges its calls.
+        framework_name = _framework_tool_name(target)
+        if framework_name is not None:
+            # Above the framework's decorator: the framework's name is the one the model calls.
             declare_tool(
-                str(getattr(target, "name", "")),
+                framework_name,
                 result_columns=result_columns,
                 arguments_from=arguments_from,
                 input_schema=input_schema,
+                once_per_run=once_per_run,
                 description=description,
             )
             return target
+        if not callable(target):
+            raise DeclarationError(
+                f"ci.tool(...) decorates a function, and got {type(target).__name__} {target!r:.80}. "
+                "Put it above a def."
+            )
         contract = declare_tool(
             name or str(getattr(target, "__name__", "")),
             result_columns=result_columns,
@@ -209,6 +297,8 @@ def tool(
             input_schema=input_schema,
             once_per_run=once_per_run,
             description=description or _first_line(getattr(target, "__doc__", None)),
+            result_kind=result_kind,
+            replace=replace,
         )
         bind = _binder(target)
         # A function that refuses attributes (a builtin, a slotted callable) is still declared by name.
@@ -225,10 +315,11 @@ def tool(
                     try:
                         return await async_target(*args, **kwargs)
                     finally:
-                        _judged_by_host.reset(passing)
+                        _call_judged_by_host.reset(passing)
                 call = _open_call(contract, bind(args, kwargs))
-                if call is None:
-                    return await async_target(*args, **kwargs)
+                if not isinstance(call, ToolScope):
+                    result = await async_target(*args, **kwargs)
+                    return result if call is None else call
                 try:
                     result = await async_target(*args, **kwargs)
                 except BaseException as error:
@@ -246,10 +337,11 @@ def tool(
                 try:
                     return target(*args, **kwargs)
                 finally:
-                    _judged_by_host.reset(passing)
+                    _call_judged_by_host.reset(passing)
             call = _open_call(contract, bind(args, kwargs))
-            if call is None:
-                return target(*args, **kwargs)
+            if not isinstance(call, ToolScope):
+                result = target(*args, **kwargs)
+                return result if call is None else call  # type: ignore[return-value]
             try:
                 result = target(*args, **kwargs)
             except BaseException as error:

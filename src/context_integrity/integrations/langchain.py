@@ -43,8 +43,8 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool
 
 from ..contracts import define_contract
+from ..judge.seams import unjudged_refusal
 from ..ledger import CheckerDeadError
-from ..limits import MAX_QUOTED_CHARS
 from ..loop import content_text
 from ..telemetry.emit import record_internal_error
 from ..telemetry.run import ModelCall, ToolScope
@@ -70,7 +70,6 @@ __all__ = [
     "METADATA_KEY",
     "MIDDLEWARE_NAME",
     "STATE_KEY",
-    "UNJUDGED_REFUSAL",
     "ContextIntegrityMiddleware",
     "instrument_all",
     "uninstrument_all",
@@ -288,15 +287,6 @@ class ContextIntegrityMiddleware(AgentMiddleware[Any, Any, Any]):
             enclosing.reset(token)
 
 
-# What the model reads instead of rows that enforce could not judge: fail closed, never hand
-# over rows nobody looked at.
-UNJUDGED_REFUSAL: Final = (
-    "Result rejected: tool {tool!r} returned a result context-integrity could not check against the "
-    "columns it declares (check_column_types='enforce' withholds what it cannot judge); treat this "
-    "call as failed. The problem is recorded in the run's telemetry. No data was returned."
-)
-
-
 def _tool_name(request: Any) -> str:
     try:
         name = request.tool_call.get("name")
@@ -306,18 +296,23 @@ def _tool_name(request: Any) -> str:
 
 
 def _withheld(record: AgentRun | None, name: str) -> str | None:
-    """The refusal for a result of ``name`` nobody judged, when enforce holds for it; else ``None``."""
+    """The refusal for a result of ``name`` nobody judged, when enforce holds for it; else ``None``.
+
+    Fail closed: enforce never hands over rows nobody looked at.
+    """
     try:
         contract = CONTRACTS.get(name)
         if contract is None or not contract.result_columns:
             return None
         judge = record.run.judge if record is not None else None
-        inst = current()
-        dials = judge.dials if judge is not None else (inst.dials if inst is not None else None)
-        enforced = dials is not None and dials.check_column_types == "enforce"
+        if judge is not None:
+            enforced = judge.enforces(name)
+        else:
+            inst = current()
+            enforced = inst is not None and inst.dials.check_column_types == "enforce"
     except Exception:  # cannot tell whether enforce holds: a tool with columns fails closed
         enforced = True
-    return UNJUDGED_REFUSAL.format(tool=name[:MAX_QUOTED_CHARS]) if enforced else None
+    return unjudged_refusal(name) if enforced else None
 
 
 def _refused(result: Any, refusal: str) -> Any:

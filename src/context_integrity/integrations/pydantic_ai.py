@@ -65,7 +65,7 @@ from ..telemetry.run import ModelCall, Run, ToolScope, current_run
 from ..telemetry.setup import CONTRACTS
 from ..telemetry.spans import AGENT, CHAT, TOOL, find_host_span
 from ..text import bounded_json, clip
-from .functions import contract_of, declare_tool, judged_by_host
+from .functions import contract_of, declare_tool, host_judges_call
 
 logger = logging.getLogger("context_integrity")
 
@@ -453,7 +453,7 @@ class ContextIntegrity(AbstractCapability[Any]):
             return await handler(args)
         function = self._declared.functions.get(call.tool_name)
         try:
-            with judged_by_host(function):
+            with host_judges_call(function):
                 raw = await handler(args)
         except BaseException as error:
             scope.fail(error)

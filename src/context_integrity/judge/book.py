@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import fields
 from typing import TYPE_CHECKING
 
-from ..contracts import ToolContract
+from ..contracts import DeclarationError, ToolContract
 from ..contracts.claims import ClaimsContract
 from ..contracts.columns import is_model_class
 
@@ -13,12 +14,20 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
 
+def _difference(held: ToolContract, new: ToolContract) -> str:
+    differ = [
+        f.name for f in fields(ToolContract) if f.compare and getattr(held, f.name) != getattr(new, f.name)
+    ]
+    return "its " + ", ".join(differ) + " differ" if differ else "they differ"
+
+
 class ContractBook:
     """Every tool contract this process declared, by tool name.
 
     Decorated tools and tools declared by name (framework or MCP tools the
-    application did not write) land here alike; a later declaration of the
-    same name replaces the earlier one.
+    application did not write) land here alike. A second declaration of a name
+    must be identical to the first, or say ``replace=True``: two places
+    disagreeing about one tool is a bug to hear about, not a race to lose.
     """
 
     def __init__(self) -> None:
@@ -26,8 +35,22 @@ class ContractBook:
         self._claims: dict[type[BaseModel], ClaimsContract] = {}
         self._wire_readers: set[str] = set()
 
-    def declare(self, contract: ToolContract) -> None:
+    def declare(self, contract: ToolContract, *, replace: bool = False) -> None:
+        held = self._contracts.get(contract.name)
+        if held is not None and held != contract and not replace:
+            raise DeclarationError(
+                f"Tool {contract.name!r} is already declared with a different contract "
+                f"({_difference(held, contract)}). Declare each tool once, or pass replace=True to "
+                "replace its contract on purpose."
+            )
         self._contracts[contract.name] = contract
+
+    def snapshot(self) -> dict[str, ToolContract]:
+        """The contracts as they stand, for :meth:`restore` (tests put the book back with it)."""
+        return dict(self._contracts)
+
+    def restore(self, snapshot: dict[str, ToolContract]) -> None:
+        self._contracts = dict(snapshot)
 
     def get(self, name: str) -> ToolContract | None:
         return self._contracts.get(name)

@@ -23,7 +23,8 @@ ExternalGroundsProvider = Callable[[], object]
 
 
 class SetupError(ValueError):
-    """A setup option has a value the library cannot honour. Raised only by ``setup()``."""
+    """A setup option has a value the library cannot honour. Raised only by ``setup()`` (and by
+    ``ci.run()`` for a run option that is not text), never while an agent runs."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,7 @@ from ..checks.prior_turn_evidence import prior_turn_evidence_canary, prior_turn_
 from ..checks.unsupported_argument import ArmedCall, unsupported_argument_canary, unsupported_arguments_of
 from ..checks.unsupported_claim import unsupported_claim_canary, unsupported_claims_of
 from ..checks.wire_invariant import wire_invariant_canary, wire_violations_of
+from ..contracts import ToolContract
 from ..contracts.columns import is_model_class
 from ..findings import NOT_APPLICABLE, Encounter, Kind, Seam
 from ..ledger import CheckId
@@ -77,6 +78,10 @@ class RegisteredCheck:
     # Armed mid-run by what the application tells the run ("suspend": ``run.suspend``), for a check
     # whose subject only exists once the application says so; until then it is unarmed.
     arms_on: str | None = None
+    # True for a tool whose result this check may refuse: when the check cannot complete on it
+    # (it raised, or the result could not be read), the judge refuses the result rather than hand
+    # over rows nobody judged.
+    enforced: Callable[[ToolContract | None, Dials], bool] | None = None
 
     def __post_init__(self) -> None:
         seams = {row.seam for row in self.rows}
@@ -118,7 +123,7 @@ def _empty_lookup_at_write(state: RunState, seen: ToolResultSeen) -> Encounter:
         call_id=seen.call_id,
         arguments=seen.arguments(),
         arguments_from=grounds,
-        produced=state.produced_texts(),
+        produced=state.produced,
         result=seen.result,
         epoch=state.epoch,
     )
@@ -243,6 +248,10 @@ def _column_types(contracts: ContractBook, dials: Dials) -> bool:
     return dials.check_column_types != "off" and contracts.any_columns()
 
 
+def _columns_enforced(contract: ToolContract | None, dials: Dials) -> bool:
+    return dials.check_column_types == "enforce" and contract is not None and bool(contract.result_columns)
+
+
 # ── The table ───────────────────────────────────────────────────────────
 
 # Registration order is report order; duplicate-execution, the newest, comes last.
@@ -308,6 +317,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         armed=_column_types,
         write=_column_types_at_write,
         canary=column_types_canary,
+        enforced=_columns_enforced,
     ),
     RegisteredCheck(
         "prior-turn evidence",

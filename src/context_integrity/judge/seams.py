@@ -13,6 +13,7 @@ noted ``unreachable`` for that encounter and kept in
 from __future__ import annotations
 
 import itertools
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from typing import Any, Final, TypeVar
 
 from ..findings import (
     CHECKED_FAIL,
+    CHECKED_PASS,
     UNREACHABLE,
     Disposition,
     Encounter,
@@ -29,7 +31,7 @@ from ..findings import (
     finding_identity,
 )
 from ..ledger import CheckerDeadError, CheckId, DispositionLedger, LedgerRow
-from ..limits import MAX_FINDINGS_PER_RUN, MAX_IDENTITIES_PER_RUN, MAX_IDENTITY_CHARS
+from ..limits import MAX_FINDINGS_PER_RUN, MAX_IDENTITIES_PER_RUN, MAX_IDENTITY_CHARS, MAX_QUOTED_CHARS
 from ..loop import ModelResponse, RequestFrame
 from .book import ContractBook
 from .dials import Dials
@@ -78,6 +80,20 @@ def _now_ms() -> int:
 
 _SEAM_ORDER: Final[tuple[Seam, ...]] = ("write", "compose", "choice", "claim", "wire")
 
+# What the model reads instead of rows that enforce could not judge: fail closed, never hand over
+# rows nobody looked at.
+UNJUDGED_REFUSAL: Final = (
+    "Result rejected: tool {tool!r} returned a result context-integrity could not check against the "
+    "columns it declares (check_column_types='enforce' withholds what it cannot judge); treat this "
+    "call as failed. The problem is recorded in the run's telemetry. No data was returned."
+)
+
+
+def unjudged_refusal(tool_name: object) -> str:
+    """The refusal for a result enforce could not judge (the tool name clipped, never raising)."""
+    name = tool_name if isinstance(tool_name, str) else type(tool_name).__name__
+    return UNJUDGED_REFUSAL.format(tool=name[:MAX_QUOTED_CHARS])
+
 
 class RunJudge:
     """One run's judge: its state, the checks it armed, and the ledger they fill.
@@ -113,9 +129,17 @@ class RunJudge:
         self.internal_errors: list[InternalError] = []
         self._armed_ids = {id(entry) for entry in armed}
         self._clock_ms = clock_ms
+        # The telemetry layer turns these into pass evaluation events (setup(evaluation_events="all"))
+        # and drains them after every seam call; off, nothing is kept.
+        self.keep_passes = False
+        self.passes: list[CheckId] = []
         self._seen: set[str] = set()
         self._call_ids = itertools.count(1)
         self._begun = False
+        # One run's tools may run on several threads (asyncio.to_thread, executors): every seam
+        # holds this lock, so the run's memory and ledger see one encounter at a time. Re-entrant,
+        # because an application's external-grounds provider may itself report to the run.
+        self.lock = threading.RLock()
 
     # ── lifecycle ──────────────────────────────────────────────────────
     @property
@@ -128,17 +152,19 @@ class RunJudge:
 
     def note_work(self, seam: Seam = "claim") -> None:
         """Real work happened at ``seam`` (a signal no check writes: dev posture reads it)."""
-        self.state.worked.add(seam)
+        with self.lock:
+            self.state.worked.add(seam)
 
     def begin(self) -> None:
         """Note every unarmed or unbuilt registered check ``not-applicable``, once."""
-        if self._begun:
-            return
-        self._begun = True
-        for entry in self.checks:
-            if id(entry) not in self._armed_ids:
-                for row in entry.rows:
-                    self._note(row, "not-applicable")
+        with self.lock:
+            if self._begun:
+                return
+            self._begun = True
+            for entry in self.checks:
+                if id(entry) not in self._armed_ids:
+                    for row in entry.rows:
+                        self._note(row, "not-applicable")
 
     def run_canaries(self) -> None:
         """Dev posture: one known-bad fixture per registered check, through its real pure function.
@@ -165,8 +191,12 @@ class RunJudge:
                     self.ledger.note_synthetic(row, "caught")
 
     def take_internal_errors(self) -> list[InternalError]:
-        """Our own failures since the last call, handed over once each (the caller logs and records them)."""
-        taken, self.internal_errors = self.internal_errors, []
+        """Our own failures since the last call, handed over once each (the caller logs and records them).
+
+        Under the lock: another thread's failure is never cleared unseen.
+        """
+        with self.lock:
+            taken, self.internal_errors = self.internal_errors, []
         return taken
 
     def dead_check(self) -> CheckerDeadError | None:
@@ -184,12 +214,19 @@ class RunJudge:
         return None
 
     def report(self) -> list[LedgerRow]:
-        return self.ledger.report() if self.ledger is not None else []
+        with self.lock:
+            return self.ledger.report() if self.ledger is not None else []
 
     def next_call_id(self, tool_name: str) -> str:
-        return f"{tool_name}-{next(self._call_ids)}"
+        with self.lock:
+            return f"{tool_name}-{next(self._call_ids)}"
 
     # ── the seams ──────────────────────────────────────────────────────
+    # Each seam is one encounter for every check armed there: it is noted exactly once per armed row,
+    # whatever fails. A failure of our own outside a check (reading the frame, the run's memory) notes
+    # the rows not yet noted ``unreachable``; at the write seam, a tool whose result enforce should
+    # have judged is refused rather than handed over unjudged.
+
     def write(
         self,
         tool_name: str,
@@ -199,64 +236,118 @@ class RunJudge:
         arguments: Callable[[], Mapping[str, Any]] | Mapping[str, Any] | None = None,
     ) -> ToolVerdict:
         """Judge one finished tool call (the write seam). Never raises."""
+        noted: set[int] = set()
+        try:
+            with self.lock:
+                return self._write(tool_name, call_id, result, arguments, noted)
+        except Exception as error:
+            return self._write_failed(tool_name, error, noted)
+
+    def _write(
+        self,
+        tool_name: str,
+        call_id: str,
+        result: object,
+        arguments: Callable[[], Mapping[str, Any]] | Mapping[str, Any] | None,
+        noted: set[int],
+    ) -> ToolVerdict:
         self.state.worked.add("write")
         verdict = ToolVerdict()
-        seen = ToolResultSeen(tool_name, call_id, result, self.contracts.get(tool_name), arguments)
+        contract = self.contracts.get(tool_name)
+        seen = ToolResultSeen(tool_name, call_id, result, contract, arguments)
+        unjudged = False
         for entry in self.armed["write"]:
+            noted.add(id(entry))
             encounter = self._run(entry, entry.write, seen)
             if encounter is not None:
                 if encounter.findings:
                     verdict.findings.extend(self._first_sightings(encounter.findings))
                 if encounter.refusal is not None and verdict.refusal is None:
                     verdict.refusal = encounter.refusal
+            if (encounter is None or encounter.disposition == UNREACHABLE) and self._enforced(
+                entry, tool_name
+            ):
+                unjudged = True
+        if unjudged and verdict.refusal is None:
+            verdict.refusal = unjudged_refusal(tool_name)
         if self.state.grounds:  # the grounding memory is kept only when a grounding check is armed
             self._bookkeep("recording a tool result", lambda: self.state.after_tool_result(seen))
         if (seen.contract is not None and seen.contract.once_per_run) or self.contracts.any_claims():
             self._bookkeep("recording an execution", lambda: self.state.after_result(seen))
         return verdict
 
+    def _write_failed(self, tool_name: str, error: Exception, noted: set[int]) -> ToolVerdict:
+        self.internal_errors.append(InternalError("judging a tool result", error))
+        refuse = False
+        for entry in self.armed["write"]:
+            if id(entry) not in noted:
+                for row in entry.rows:
+                    self._note(row, UNREACHABLE)
+            refuse = refuse or self._enforced(entry, tool_name)
+        return ToolVerdict(refusal=unjudged_refusal(tool_name) if refuse else None)
+
+    def enforces(self, tool_name: object) -> bool:
+        """Whether some armed write check must refuse this tool's result when it cannot judge it."""
+        try:
+            return any(self._enforced(entry, tool_name) for entry in self.armed["write"])
+        except Exception:  # an odd tool name: it has no contract, so nothing is enforced on it
+            return False
+
+    def _enforced(self, entry: RegisteredCheck, tool_name: object) -> bool:
+        if entry.enforced is None or not isinstance(tool_name, str):
+            return False
+        try:
+            return entry.enforced(self.contracts.get(tool_name), self.dials)
+        except Exception:  # cannot tell: fail closed
+            return True
+
     def compose(self, frame: RequestFrame) -> list[Finding]:
         """Judge one assembled request before it goes to the model (the compose seam). Never raises."""
-        self.note_work("compose")
-        seen = self._bookkeep("reading a request", lambda: self.state.open_request(frame))
-        if seen is None:
+        noted: set[int] = set()
+        try:
+            with self.lock:
+                self.state.worked.add("compose")
+                seen = self.state.open_request(frame)
+                found: list[Finding] = []
+                for entry in self.armed["compose"]:
+                    noted.add(id(entry))
+                    encounter = self._run(entry, entry.compose, seen)
+                    if encounter is not None:
+                        found.extend(self._first_sightings(encounter.findings))
+                self._bookkeep("recording a request", lambda: self.state.close_request(seen))
+                self._bookkeep("recording a request", lambda: self.state.after_request(seen))
+                return found
+        except Exception as error:
+            self._seam_failed("compose", "reading a request", error, noted)
             return []
-        found: list[Finding] = []
-        for entry in self.armed["compose"]:
-            encounter = self._run(entry, entry.compose, seen)
-            if encounter is not None:
-                found.extend(self._first_sightings(encounter.findings))
-        self.state.close_request(seen)
-        self.state.after_request(seen)
-        return found
 
     def choice(self, frame: RequestFrame | None, response: ModelResponse) -> ChoiceVerdict:
         """Judge the calls one model response makes, against the request it answered. Never raises."""
-        self.note_work("choice")
+        noted: set[int] = set()
         verdict = ChoiceVerdict()
-        seen = ResponseSeen(frame, response, self.state.index)
-        for entry in self.armed["choice"]:
-            encounter = self._run(entry, entry.choice, seen)
-            if encounter is None:
-                continue
-            call_of = {id(f): c for f, c in zip(encounter.findings, encounter.call_ids, strict=False)}
-            fresh = self._first_sightings(encounter.findings)
-            verdict.findings.extend(fresh)
-            verdict.call_ids.extend(call_of.get(id(f)) for f in fresh)
-            verdict.excusals.extend(encounter.excusals)
-        self._bookkeep("recording a response", lambda: self.state.after_response(seen))
-        return verdict
+        try:
+            with self.lock:
+                self.state.worked.add("choice")
+                seen = ResponseSeen(frame, response, self.state.index)
+                for entry in self.armed["choice"]:
+                    noted.add(id(entry))
+                    encounter = self._run(entry, entry.choice, seen)
+                    if encounter is None:
+                        continue
+                    call_of = {id(f): c for f, c in zip(encounter.findings, encounter.call_ids, strict=False)}
+                    fresh = self._first_sightings(encounter.findings)
+                    verdict.findings.extend(fresh)
+                    verdict.call_ids.extend(call_of.get(id(f)) for f in fresh)
+                    verdict.excusals.extend(encounter.excusals)
+                self._bookkeep("recording a response", lambda: self.state.after_response(seen))
+                return verdict
+        except Exception as error:
+            self._seam_failed("choice", "reading a response", error, noted)
+            return verdict
 
     def claim(self, text: str | None, output: object = None) -> list[Finding]:
         """Judge the run's final answer (the claim seam). Never raises."""
-        self.note_work("claim")
-        seen = AnswerSeen(text, output)
-        found: list[Finding] = []
-        for entry in self.armed["claim"]:
-            encounter = self._run(entry, entry.claim, seen)
-            if encounter is not None:
-                found.extend(self._first_sightings(encounter.findings))
-        return found
+        return self._simple("claim", AnswerSeen(text, output))
 
     def wire(
         self, frame: RequestFrame | None, tool_names: frozenset[str] | None, *, source: str | None = None
@@ -265,21 +356,53 @@ class RunJudge:
 
         ``tool_names`` is ``None`` when no wire reader saw or could read the body. Never raises.
         """
-        self.note_work("wire")
-        composed = tuple(dict.fromkeys(tool.name for tool in frame.tools)) if frame is not None else ()
-        seen = WireSeen(composed, tool_names, source or "the serialized request body")
-        found: list[Finding] = []
-        for entry in self.armed["wire"]:
-            encounter = self._run(entry, entry.wire, seen)
-            if encounter is not None:
-                found.extend(self._first_sightings(encounter.findings))
-        return found
+        try:
+            composed = tuple(dict.fromkeys(tool.name for tool in frame.tools)) if frame is not None else ()
+            seen = WireSeen(composed, tool_names, source or "the serialized request body")
+        except Exception as error:
+            self.note_unreachable("wire", "reading the composed request", error)
+            return []
+        return self._simple("wire", seen)
+
+    def note_unreachable(self, seam: Seam, where: str, error: BaseException) -> None:
+        """The caller failed before it could hand this seam its encounter: count it ``unreachable``.
+
+        Integrations call this when reading the host's request, response or result raised, so
+        the encounter is still counted (and the failure kept), never silently dropped.
+        """
+        with self.lock:
+            self.state.worked.add(seam)
+            self._seam_failed(seam, where, error, set())
+
+    def _simple(self, seam: Seam, seen: object) -> list[Finding]:
+        noted: set[int] = set()
+        try:
+            with self.lock:
+                self.state.worked.add(seam)
+                found: list[Finding] = []
+                for entry in self.armed[seam]:
+                    noted.add(id(entry))
+                    encounter = self._run(entry, getattr(entry, seam), seen)
+                    if encounter is not None:
+                        found.extend(self._first_sightings(encounter.findings))
+                return found
+        except Exception as error:
+            self._seam_failed(seam, f"judging at the {seam} seam", error, noted)
+            return []
+
+    def _seam_failed(self, seam: Seam, where: str, error: BaseException, noted: set[int]) -> None:
+        self.internal_errors.append(InternalError(where, error))
+        for entry in self.armed[seam]:
+            if id(entry) not in noted:
+                for row in entry.rows:
+                    self._note(row, UNREACHABLE)
 
     # ── what the application tells the run ───────────────────────────
     def suspend(self, group: str, tools: tuple[str, ...]) -> None:
         """A group of tools is switched off until :meth:`resume` (compose invariant)."""
-        self._arm_on("suspend")
-        self._bookkeep("suspending a toolset", lambda: self.state.suspend(group, tools))
+        with self.lock:
+            self._arm_on("suspend")
+            self._bookkeep("suspending a toolset", lambda: self.state.suspend(group, tools))
 
     def _arm_on(self, event: str) -> None:
         """Arm the built checks armed by what the application just told the run."""
@@ -289,7 +412,8 @@ class RunJudge:
                 self.armed[entry.seam] = (*self.armed[entry.seam], entry)
 
     def resume(self, group: str) -> None:
-        self._bookkeep("resuming a toolset", lambda: self.state.resume(group))
+        with self.lock:
+            self._bookkeep("resuming a toolset", lambda: self.state.resume(group))
 
     # The names the telemetry layer has always called.
     judge_tool_result = write
@@ -324,7 +448,14 @@ class RunJudge:
             self.internal_errors.append(InternalError(where, error))
             return None
 
+    def take_passes(self) -> list[CheckId]:
+        """The ``checked-pass`` encounters since the last call (kept only when ``keep_passes``)."""
+        passes, self.passes = self.passes, []
+        return passes
+
     def _note(self, check_id: CheckId, disposition: Disposition) -> None:
+        if self.keep_passes and disposition == CHECKED_PASS and len(self.passes) < MAX_FINDINGS_PER_RUN:
+            self.passes.append(check_id)
         if self.ledger is None:
             return
         at = self._clock_ms() if disposition == CHECKED_FAIL else None

@@ -15,15 +15,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..checks.duplicate_execution import Execution, arguments_key
+from ..checks.empty_lookup import ProducedCorpus
 from ..checks.unsupported_argument import TextCorpus, _Corpus
 from ..contracts import ToolContract, declared_enum_values
-from ..contracts.results import ResultReading, read_result
+from ..contracts.results import ResultReading, judged_value, read_result
 from ..contracts.semantic import FactRow, fact_rows_of
 from ..findings import Seam
 from ..limits import (
     MAX_FACT_ROWS_PER_RUN,
     MAX_ONCE_EXECUTIONS,
-    MAX_SERVED_RESULTS_PER_RUN,
     MAX_SERVED_TEXT_CHARS,
     MAX_SUSPENDED_GROUPS,
 )
@@ -79,7 +79,8 @@ class ToolResultSeen:
     @property
     def reading(self) -> ResultReading:
         if self._reading is None:
-            self._reading = read_result(self.result)
+            wrapped = self.contract.result_wrapped if self.contract is not None else False
+            self._reading = read_result(judged_value(self.result, wrapped=wrapped))
         return self._reading
 
     def arguments(self) -> Mapping[str, Any]:
@@ -182,8 +183,8 @@ class RunState:
     # ground is present again) is what keeps that request silent, and it is still a real comparison
     # (checked-pass), not "nothing to be about".
     evicted: set[str] = field(default_factory=set)
-    produced: deque[tuple[str, str, str]] = field(default_factory=deque)
-    produced_keys: set[tuple[str, str]] = field(default_factory=set)
+    # What producers served, lowered and shelved once as it is served (empty-lookup's corpus).
+    produced: ProducedCorpus = field(default_factory=ProducedCorpus)
     # invariant-violation @ compose: group -> the tools the application suspended (``run.suspend``).
     suspended: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # duplicate-execution: once-per-run calls the model asked for (call id -> tool, arguments key),
@@ -208,9 +209,6 @@ class RunState:
         )
 
     # ── reading ────────────────────────────────────────────────────────
-    def produced_texts(self) -> list[tuple[str, str]]:
-        """(producer, served text) for every producer result this run kept, oldest first."""
-        return [(name, text) for name, _, text in self.produced]
 
     def enum_values(self, tool_name: str, offered_schema: object) -> frozenset[str]:
         """The lowered enum words the model was told for a tool: the offered schema's, else the contract's."""
@@ -246,16 +244,9 @@ class RunState:
             self.remember_produced(seen.tool_name, seen.call_id, seen.result)
 
     def remember_produced(self, tool_name: str, key: str, value: object) -> None:
-        if (tool_name, key) in self.produced_keys:
+        if (tool_name, key) in self.produced:
             return
-        text = served_text(value)
-        if not text:
-            return
-        if len(self.produced) >= MAX_SERVED_RESULTS_PER_RUN:
-            oldest_name, oldest_key, _ = self.produced.popleft()
-            self.produced_keys.discard((oldest_name, oldest_key))
-        self.produced.append((tool_name, key, text))
-        self.produced_keys.add((tool_name, key))
+        self.produced.add(tool_name, key, served_text(value))
 
     def remember_frame_results(self, frame: RequestFrame) -> None:
         """Producer results that reach the model through frames count as served, once each.

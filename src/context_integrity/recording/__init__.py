@@ -7,8 +7,12 @@ file back into runs, findings and disposition ledgers:
 
 - :mod:`.otlp_json`: a tolerant reader of the OTLP/JSON encoding itself;
 - :mod:`.model`: the records a recording reads back as;
-- :mod:`.reader`: the line-by-line reader, decoding every attribute with the
-  partner of the function that encoded it (:mod:`..telemetry.schema`).
+- :mod:`.spans`: one span into what the report needs of it, every attribute decoded
+  by the partner of the function that encoded it (:mod:`..telemetry.schema`);
+- :mod:`.assembly`: spans into runs, handed out as soon as each is whole;
+- :mod:`.metrics`: the findings counter;
+- :mod:`.reader`: the line-by-line reader: :class:`RecordingStream` (a run at a
+  time, memory bounded by the runs in flight) and :func:`read_recording` (all of it).
 
 :mod:`context_integrity.report` renders what it reads. Neither imports
 OpenTelemetry: a recording is plain JSON, and reading one must work wherever
@@ -19,13 +23,14 @@ from __future__ import annotations
 
 from ..paths import RECORDING_ENV_VAR, RECORDING_FILE_NAME, default_recording_path
 from .model import FindingRecord, Recording, RunRecord, ToolCallRecord
-from .reader import read_recording, read_recording_text
+from .reader import RecordingStream, read_recording, read_recording_text
 
 __all__ = [
     "RECORDING_ENV_VAR",
     "RECORDING_FILE_NAME",
     "FindingRecord",
     "Recording",
+    "RecordingStream",
     "RunRecord",
     "ToolCallRecord",
     "default_recording_path",

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Final
 
-from ..ledger import ROW_FIELDS, LedgerRow
+from ..ledger import LedgerRow
 from ..telemetry.schema import COUNT_FIELDS, FindingFields, is_int
 
 # Kind, seam and tool: the attribute set the findings counter is summarised by.
@@ -48,15 +50,34 @@ class ToolCallRecord:
     internal_errors: list[dict[str, object]] = field(default_factory=list)
 
 
+_COUNTS: Final = operator.itemgetter(*COUNT_FIELDS)
+
+
+# The ledger's rule, asked once per pattern of counts: the same few patterns recur in every run.
+_UNTOUCHED: dict[tuple[object, ...], bool] = {}
+# The same, for a whole ledger: its rows' counts -> the indices of the rows never touched.
+_UNTOUCHED_ROWS: dict[tuple[tuple[object, ...], ...], tuple[int, ...]] = {}
+_MAX_PATTERNS: Final = 1024
+
+
+def _untouched(counts: tuple[object, ...]) -> bool:
+    if not all(is_int(value) for value in counts):
+        return False  # unreadable counts are reported as a problem, not judged
+    return not LedgerRow("", "", **dict(zip(COUNT_FIELDS, counts, strict=True))).touched()  # type: ignore[arg-type]
+
+
 def row_untouched(row: Mapping[str, object]) -> bool:
     """Whether a row read back records no encounter at all, by the ledger's own rule."""
-    if not all(is_int(row[f]) for f in COUNT_FIELDS if f in row):
-        return False  # unreadable counts are reported as a problem, not judged
     try:
-        ledger_row = LedgerRow(**{f: row[f] for f in ROW_FIELDS if f in row})  # type: ignore[arg-type]
-    except TypeError:
+        counts = _COUNTS(row)
+        known = _UNTOUCHED.get(counts)
+    except (KeyError, TypeError):  # a count missing, or not even hashable: not judged
         return False
-    return not ledger_row.touched()
+    if known is None:
+        known = _untouched(counts)
+        if len(_UNTOUCHED) < _MAX_PATTERNS:
+            _UNTOUCHED[counts] = known
+    return known
 
 
 @dataclass(slots=True)
@@ -90,9 +111,19 @@ class RunRecord:
 
     def never_ran(self) -> list[dict[str, object]]:
         """Ledger rows that read all-zero although the run says work existed."""
-        if not self.work_existed or not self.ledger:
+        ledger = self.ledger
+        if not self.work_existed or not ledger:
             return []
-        return [row for row in self.ledger if row_untouched(row)]
+        try:
+            pattern = tuple(map(_COUNTS, ledger))
+            untouched = _UNTOUCHED_ROWS.get(pattern)
+        except (KeyError, TypeError):  # a row that lacks a count, or holds an unhashable one
+            return [row for row in ledger if row_untouched(row)]
+        if untouched is None:
+            untouched = tuple(index for index, row in enumerate(ledger) if row_untouched(row))
+            if len(_UNTOUCHED_ROWS) < _MAX_PATTERNS:
+                _UNTOUCHED_ROWS[pattern] = untouched
+        return [ledger[index] for index in untouched]
 
 
 @dataclass(slots=True)
@@ -102,6 +133,14 @@ class Recording:
     runs: list[RunRecord] = field(default_factory=list)
     loose_calls: list[ToolCallRecord] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    # Problems past the first limits.MAX_LISTED_PROBLEMS: counted, not kept.
+    unlisted_problems: int = 0
+    # Spans the writer could not keep, as the recording's own drop records say, and (some of)
+    # the traces they belonged to: the runs of those traces are incomplete.
+    dropped_spans: int = 0
+    dropped_traces: list[str] = field(default_factory=list)
+    # The older part of this recording that rotation moved aside, when there is one.
+    rotated: str | None = None
     # Latest value of the findings counter per (kind, seam, tool), summed over
     # every other attribute (advisory, the process that wrote it).
     finding_counts: dict[FindingCountKey, int] = field(default_factory=dict)

@@ -121,13 +121,79 @@ def any_value(node: object) -> object:
     return None
 
 
-def attributes(node: object, skipped: list[str] | None = None) -> dict[str, object]:
+# Counts are small: their decimal strings map to their values without int()'s general parse.
+_SMALL_INTS: Final[dict[object, int]] = {str(number): number for number in range(1024)}
+
+
+def attributes(
+    node: object, skipped: list[str] | None = None, keep: frozenset[str] | None = None
+) -> dict[str, object]:
     """An OTLP attribute list as a dict. With ``skipped``, an unreadable
     attribute is left out and its reason appended there, instead of failing
-    the whole list (one odd attribute must not cost a span its findings)."""
+    the whole list (one odd attribute must not cost a span its findings).
+    With ``keep``, only those keys are read; the others are not even looked at.
+
+    Well-formed lists, and string values above all, take a fast path; the
+    first surprise sends the whole list through the careful one.
+    """
+    if node is None:
+        return {}
+    out: dict[str, object] = {}
+    if type(node) is list:
+        try:
+            if keep is None:
+                for entry in node:
+                    key = entry["key"]
+                    if type(key) is not str:
+                        raise TypeError
+                    value = entry["value"]
+                    if "stringValue" in value:
+                        text = value["stringValue"]
+                        if type(text) is not str:
+                            raise TypeError
+                        out[key] = text
+                    elif "intValue" in value:
+                        number = value["intValue"]
+                        small = _SMALL_INTS.get(number)
+                        out[key] = int(number) if small is None else small
+                    else:
+                        out[key] = any_value(value)
+                return out
+            wanted = len(keep)
+            for entry in node:
+                key = entry["key"]
+                if key not in keep:
+                    continue
+                if type(key) is not str:
+                    raise TypeError
+                value = entry["value"]
+                if "stringValue" in value:
+                    text = value["stringValue"]
+                    if type(text) is not str:
+                        raise TypeError
+                    out[key] = text
+                elif "intValue" in value:
+                    number = value["intValue"]
+                    small = _SMALL_INTS.get(number)
+                    out[key] = int(number) if small is None else small
+                else:
+                    out[key] = any_value(value)
+                if len(out) == wanted:
+                    break  # all that was asked for is read; the rest is not looked at
+            return out
+        except (KeyError, TypeError, AttributeError, ValueError, Malformed):
+            out = {}
+    return _careful_attributes(node, skipped, keep)
+
+
+def _careful_attributes(
+    node: object, skipped: list[str] | None, keep: frozenset[str] | None
+) -> dict[str, object]:
     out: dict[str, object] = {}
     for entry in as_list(node, "attributes"):
         key = entry.get("key") if isinstance(entry, dict) else None
+        if keep is not None and isinstance(key, str) and key not in keep:
+            continue
         try:
             if not isinstance(entry, dict) or not isinstance(key, str):
                 raise Malformed("an attribute is not a {key, value} object with a string key")
@@ -142,6 +208,9 @@ def attributes(node: object, skipped: list[str] | None = None) -> dict[str, obje
 def hex_id(value: object, size: int, what: str) -> str:
     """A trace or span id as lowercase hex; tolerates the base64 of plain
     protobuf JSON, which some producers write instead of OTLP/JSON's hex."""
+    if type(value) is str and len(value) == size and value.isalnum():
+        # The shape every OTLP/JSON writer uses; which digits it holds is not the reader's to judge.
+        return value.lower()
     if not isinstance(value, str):
         raise Malformed(f"{what} is {json_type(value)}, not a string")
     if len(value) == size:

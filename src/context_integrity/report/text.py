@@ -1,14 +1,25 @@
 """The text report of a recording: per run its findings and ledger, then the
-calls outside any run, the findings counter, the problems and a summary line."""
+calls outside any run, the findings counter, the problems and a summary line.
+
+:func:`write_report` writes it as it reads: each run is written as soon as the
+reader hands it out and then let go, so a report of a recording of any size
+holds only the runs in flight. :func:`format_report` renders a whole
+:class:`Recording` read before, with the same lines.
+"""
 
 from __future__ import annotations
 
-import textwrap
-from datetime import datetime, timezone
-from typing import Final
+import functools
+import io
+import operator
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Final, TextIO
 
 from ..ledger import ROW_FIELDS
 from ..recording.model import FindingRecord, Recording, RunRecord, ToolCallRecord
+from ..recording.reader import RecordingStream
 from ..telemetry import names
 from ..telemetry.schema import COUNT_FIELDS, LAST_FIRED_FIELD, ROW_IDENTITY
 from ..text import plural
@@ -17,11 +28,17 @@ _WIDTH: Final = 100
 _ABSENT: Final = "-"
 
 
+@functools.lru_cache(maxsize=64)
+def _second(seconds: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
+
+
 def _when(nanos: int | None) -> str:
+    """An epoch-nanosecond time as UTC ISO 8601 with milliseconds."""
     if nanos is None:
         return _ABSENT
-    moment = datetime.fromtimestamp(nanos / 1e9, tz=timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    seconds, rest = divmod(nanos, 1_000_000_000)
+    return f"{_second(seconds)}.{rest // 1_000_000:03d}Z"
 
 
 def _last_fired(value: object) -> str:
@@ -41,35 +58,56 @@ def _column_label(row_field: str) -> str:
     return row_field.removesuffix("_at").replace("_", " ")
 
 
-def _wrap(text: str, indent: str) -> list[str]:
+_EXISTED: Final[dict[bool | None, str]] = {True: "yes", False: "no", None: "?"}
+_HEADER: Final[tuple[str, ...]] = tuple(_column_label(f) for f in ROW_FIELDS)
+_NUMERIC: Final[tuple[bool, ...]] = tuple(f in COUNT_FIELDS for f in ROW_FIELDS)
+_MAX_WRAPPED: Final = 1024  # distinct texts whose wrapping is remembered: messages recur run after run
+
+
+@functools.lru_cache(maxsize=_MAX_WRAPPED)
+def _wrapped(text: str, indent: str) -> tuple[str, ...]:
+    """``text`` wrapped to the report width: greedy, words kept whole unless longer than a line."""
+    limit = max(_WIDTH - len(indent), 1)
+    bare = indent.rstrip()
     lines: list[str] = []
     for paragraph in text.splitlines() or [""]:
-        lines.extend(
-            textwrap.wrap(
-                paragraph,
-                width=_WIDTH,
-                initial_indent=indent,
-                subsequent_indent=indent,
-                break_long_words=True,
-                break_on_hyphens=False,
-            )
-            or [indent.rstrip()]
-        )
-    return lines
+        words = paragraph.split()
+        if not words:
+            lines.append(bare)
+            continue
+        current: list[str] = []
+        size = 0
+        for word in words:
+            while len(word) > limit:
+                if current:
+                    lines.append(indent + " ".join(current))
+                    current, size = [], 0
+                lines.append(indent + word[:limit])
+                word = word[limit:]
+            if current and size + 1 + len(word) > limit:
+                lines.append(indent + " ".join(current))
+                current, size = [], 0
+            size += len(word) + (1 if current else 0)
+            current.append(word)
+        if current:
+            lines.append(indent + " ".join(current))
+    return tuple(lines)
+
+
+def _wrap(text: str, indent: str) -> tuple[str, ...]:
+    return _wrapped(text, indent)
 
 
 def _finding_lines(number: int, finding: FindingRecord, indent: str, *, verbose: bool) -> list[str]:
-    where = f"{finding.kind or '?'} @{finding.seam or '?'}"
+    head = f"{indent}{number}. {finding.kind or '?'} @{finding.seam or '?'}"
     if finding.advisory:
-        where += " (advisory)"
-    parts = [where]
+        head += " (advisory)"
     if finding.tool_name:
-        parts.append(f"tool {finding.tool_name}")
+        head += f", tool {finding.tool_name}"
     if finding.call_id:
-        parts.append(f"call {finding.call_id}")
-    lines = [f"{indent}{number}. " + ", ".join(parts)]
+        head += f", call {finding.call_id}"
     body = indent + "   "
-    lines.extend(_wrap(finding.message or "(no message recorded)", body))
+    lines = [head, *_wrapped(finding.message or "(no message recorded)", body)]
     if verbose:
         lines.append(f"{body}on span: {finding.span_name} ({finding.span_id})")
         if finding.subjects:
@@ -86,44 +124,86 @@ def _finding_lines(number: int, finding: FindingRecord, indent: str, *, verbose:
     return lines
 
 
-def _ledger_lines(run: RunRecord, indent: str) -> list[str]:
+_PLAIN_FIELDS: Final = tuple(f for f in ROW_FIELDS if f != LAST_FIRED_FIELD)
+_PLAIN_VALUES: Final = operator.itemgetter(*_PLAIN_FIELDS)
+_LAST_FIRED_COLUMN: Final = ROW_FIELDS.index(LAST_FIRED_FIELD)
+_LAST_FIRED_LABEL: Final = _column_label(LAST_FIRED_FIELD)
+# The fast table appends the last-fired cell after every other column.
+assert len(ROW_FIELDS) - 1 == _LAST_FIRED_COLUMN, "the last-fired column must be the table's last"
+
+
+def _cells(row: dict[str, object]) -> list[str]:
+    try:
+        cells = list(map(str, _PLAIN_VALUES(row)))
+    except KeyError:  # a row that lacks a field (said among the problems)
+        cells = [_ABSENT if (value := row.get(f)) is None else str(value) for f in _PLAIN_FIELDS]
+    cells.insert(_LAST_FIRED_COLUMN, _last_fired(row.get(LAST_FIRED_FIELD)))
+    return cells
+
+
+def _table_lines(
+    indent: str,
+    table: list[list[str]],
+    header: tuple[str, ...] = _HEADER,
+    numeric: tuple[bool, ...] = _NUMERIC,
+) -> tuple[str, ...]:
+    widths = [max(map(len, column)) for column in zip(header, *table, strict=True)]
+    # One format per table: right-aligned counts, left-aligned names.
+    layout = (
+        indent
+        + "  "
+        + "  ".join(
+            f"{{:{'>' if right else '<'}{width}}}" for width, right in zip(widths, numeric, strict=True)
+        )
+    )
+    return (layout.format(*header).rstrip(), *(layout.format(*cells).rstrip() for cells in table))
+
+
+@functools.lru_cache(maxsize=256)
+def _plain_table(indent: str, rows: tuple[tuple[object, ...], ...]) -> tuple[str, ...]:
+    """The table without its last-fired column, for rows whose other cells are ``rows``.
+
+    Counts recur from run to run while the timestamps do not; the last-fired column
+    is the last one and left-aligned, so the rest of the table never depends on it.
+    """
+    cells = [[_ABSENT if v is None else str(v) for v in row] for row in rows]
+    return _table_lines(indent, cells, _HEADER[:_LAST_FIRED_COLUMN], _NUMERIC[:_LAST_FIRED_COLUMN])
+
+
+def _table(indent: str, ledger: list[dict[str, object]]) -> list[str]:
+    try:
+        plain = _plain_table(indent, tuple(map(_PLAIN_VALUES, ledger)))
+    except (KeyError, TypeError):  # a row that lacks a field, or holds an unhashable value
+        return list(_table_lines(indent, [_cells(row) for row in ledger]))
+    lines = [f"{plain[0]}  {_LAST_FIRED_LABEL}"]
+    for line, row in zip(plain[1:], ledger, strict=True):
+        fired = row.get(LAST_FIRED_FIELD)
+        lines.append(f"{line}  {_ABSENT}" if fired is None else f"{line}  {_last_fired(fired)}")
+    return lines
+
+
+def _ledger_lines(run: RunRecord, indent: str, never_ran: list[dict[str, object]]) -> list[str]:
     if run.ledger is None:
         return [f"{indent}ledger: none recorded (no {names.DISPOSITION_SPAN} span for this run)"]
-    existed = {True: "yes", False: "no", None: "?"}[run.work_existed]
+    existed = _EXISTED[run.work_existed]
     lines = [f"{indent}ledger (work existed: {existed}, posture: {run.posture or '?'}):"]
-    header = [_column_label(f) for f in ROW_FIELDS]
-    table: list[list[str]] = []
-    for row in run.ledger:
-        cells = []
-        for row_field in ROW_FIELDS:
-            value = row.get(row_field)
-            if row_field == LAST_FIRED_FIELD:
-                cells.append(_last_fired(value))
-            else:
-                cells.append(_ABSENT if value is None else str(value))
-        table.append(cells)
-    widths = [max(len(line[i]) for line in [header, *table]) for i in range(len(header))]
-    numeric = [f in COUNT_FIELDS for f in ROW_FIELDS]
-
-    def render(cells: list[str]) -> str:
-        padded = [
-            cell.rjust(width) if is_number else cell.ljust(width)
-            for cell, width, is_number in zip(cells, widths, numeric, strict=True)
-        ]
-        return (indent + "  " + "  ".join(padded)).rstrip()
-
-    lines.append(render(header))
-    lines.extend(render(cells) for cells in table)
+    lines.extend(_table(indent, run.ledger))
     if run.totals:
-        ordered = [f for f in COUNT_FIELDS if f in run.totals] + sorted(set(run.totals) - set(COUNT_FIELDS))
-        lines.append(f"{indent}totals: " + ", ".join(f"{_column_label(f)} {run.totals[f]}" for f in ordered))
+        lines.append(_totals_line(indent, tuple(run.totals.items())))
     check_field, seam_field = ROW_IDENTITY
-    for row in run.never_ran():
+    for row in never_ran:
         lines.append(
             f"{indent}! registered but never ran: {row.get(check_field)} @{row.get(seam_field)} "
             "reads all zero although work existed in this run"
         )
     return lines
+
+
+@functools.lru_cache(maxsize=256)
+def _totals_line(indent: str, items: tuple[tuple[str, int], ...]) -> str:
+    totals = dict(items)
+    ordered = [f for f in COUNT_FIELDS if f in totals] + sorted(set(totals) - set(COUNT_FIELDS))
+    return f"{indent}totals: " + ", ".join(f"{_column_label(f)} {totals[f]}" for f in ordered)
 
 
 def _call_header(call: ToolCallRecord) -> str:
@@ -147,43 +227,50 @@ def _call_extras(call: ToolCallRecord, indent: str) -> list[str]:
     return lines
 
 
-def format_report(recording: Recording, *, verbose: bool = False) -> str:
-    """The recording as plain text: per run its findings and ledger, then the
-    calls outside any run, the findings counter, the problems and a summary."""
+@dataclass(slots=True)
+class _Tally:
+    runs: int = 0
+    findings: int = 0
+    never_ran: int = 0
+
+
+def _run_lines(index: int, run: RunRecord, *, verbose: bool, tally: _Tally) -> list[str]:
     out: list[str] = []
-    if recording.source:
-        out.append(f"recording: {recording.source}")
-        out.append("")
-    never_ran_total = 0
-    for index, run in enumerate(recording.runs, start=1):
-        outcome = run.outcome or f"span status {run.status}"
-        out.append(f"run {index}: agent {run.agent}, trace {run.trace_id}, outcome {outcome}")
-        out.append(
-            f"  started {_when(run.start_time_unix_nano)}, took "
-            f"{_duration(run.start_time_unix_nano, run.end_time_unix_nano)}, "
-            f"{plural(len(run.tool_calls), 'tool call')}"
-        )
-        if run.status_message:
-            out.extend(_wrap(f"status message: {run.status_message}", "  "))
-        if run.findings:
-            out.append(f"  findings ({len(run.findings)}):")
-            for number, finding in enumerate(run.findings, start=1):
-                out.extend(_finding_lines(number, finding, "    ", verbose=verbose))
-        else:
-            out.append("  findings: none")
-        for call in [*run.tool_calls, *run.other_calls]:
-            extras = _call_extras(call, "    ")
-            if extras:
-                out.append(f"  {_call_header(call)}:")
-                out.extend(extras)
-        from_calls = {id(e) for call in [*run.tool_calls, *run.other_calls] for e in call.internal_errors}
+    outcome = run.outcome or f"span status {run.status}"
+    out.append(f"run {index}: agent {run.agent}, trace {run.trace_id}, outcome {outcome}")
+    out.append(
+        f"  started {_when(run.start_time_unix_nano)}, took "
+        f"{_duration(run.start_time_unix_nano, run.end_time_unix_nano)}, "
+        f"{plural(len(run.tool_calls), 'tool call')}"
+    )
+    if run.status_message:
+        out.extend(_wrap(f"status message: {run.status_message}", "  "))
+    if run.findings:
+        out.append(f"  findings ({len(run.findings)}):")
+        for number, finding in enumerate(run.findings, start=1):
+            out.extend(_finding_lines(number, finding, "    ", verbose=verbose))
+    else:
+        out.append("  findings: none")
+    for call in (*run.tool_calls, *run.other_calls):
+        if call.external_grounds or call.internal_errors:
+            out.append(f"  {_call_header(call)}:")
+            out.extend(_call_extras(call, "    "))
+    if run.internal_errors:
+        from_calls = {id(e) for call in (*run.tool_calls, *run.other_calls) for e in call.internal_errors}
         for error in [e for e in run.internal_errors if id(e) not in from_calls]:
             rendered = ", ".join(f"{key} {value}" for key, value in error.items())
             out.extend(_wrap(f"context-integrity shielded an internal error: {rendered}", "  "))
-        out.extend(_ledger_lines(run, "  "))
-        never_ran_total += len(run.never_ran())
-        out.append("")
+    never_ran = run.never_ran()
+    out.extend(_ledger_lines(run, "  ", never_ran))
+    out.append("")
+    tally.runs += 1
+    tally.findings += len(run.findings)
+    tally.never_ran += len(never_ran)
+    return out
 
+
+def _rest_lines(recording: Recording, *, verbose: bool, tally: _Tally) -> list[str]:
+    out: list[str] = []
     loose_findings = sum(len(call.findings) for call in recording.loose_calls)
     if recording.loose_calls:
         out.append(f"calls outside any run ({len(recording.loose_calls)}):")
@@ -200,20 +287,60 @@ def format_report(recording: Recording, *, verbose: bool = False) -> str:
             out.append(f"  {kind} @{seam}, tool {tool or _ABSENT}: {count}")
         out.append("")
 
-    if recording.problems:
-        out.append(f"problems ({len(recording.problems)}):")
-        for problem in recording.problems:
-            out.extend(_wrap(problem, "  "))
+    if recording.dropped_spans:
+        traces = recording.dropped_traces
+        out.append(
+            f"dropped: {plural(recording.dropped_spans, 'span')} could not be kept in the recording "
+            "(its writer fell behind); the runs of these traces are incomplete:"
+        )
+        out.extend(_wrap(", ".join(traces) if traces else "(traces not recorded)", "  "))
         out.append("")
 
-    run_findings = sum(len(run.findings) for run in recording.runs)
-    summary = [
-        plural(len(recording.runs), "run"),
-        plural(run_findings + loose_findings, "finding"),
-    ]
+    problems = len(recording.problems) + recording.unlisted_problems
+    if problems:
+        out.append(f"problems ({problems}):")
+        for problem in recording.problems:
+            out.extend(_wrap(problem, "  "))
+        if recording.unlisted_problems:
+            out.append(f"  ... and {recording.unlisted_problems} more, not listed")
+        out.append("")
+
+    summary = [plural(tally.runs, "run"), plural(tally.findings + loose_findings, "finding")]
     if recording.loose_calls:
         summary.append(plural(len(recording.loose_calls), "call") + " outside any run")
-    summary.append(plural(never_ran_total, "never-ran row"))
-    summary.append(plural(len(recording.problems), "problem"))
+    summary.append(plural(tally.never_ran, "never-ran row"))
+    if recording.dropped_spans:
+        summary.append(plural(recording.dropped_spans, "dropped span"))
+    summary.append(plural(problems, "problem"))
     out.append("summary: " + ", ".join(summary))
-    return "\n".join(out) + "\n"
+    return out
+
+
+def write_report(source: Recording | RecordingStream, out: TextIO, *, verbose: bool = False) -> None:
+    """Write the report of a recording to ``out``, each run as soon as it is read."""
+    runs: Iterable[RunRecord]
+    if isinstance(source, RecordingStream):
+        runs, rest = source, source.rest
+    else:
+        runs, rest = source.runs, source
+    if rest.source:
+        out.write(f"recording: {rest.source}\n")
+        if rest.rotated:
+            out.write(
+                f"  (it rotated: older records are in {rest.rotated}; "
+                f"read them with `context-integrity report {rest.rotated}`)\n"
+            )
+        out.write("\n")
+    tally = _Tally()
+    for run in runs:
+        out.write("\n".join(_run_lines(tally.runs + 1, run, verbose=verbose, tally=tally)))
+        out.write("\n")
+    out.write("\n".join(_rest_lines(rest, verbose=verbose, tally=tally)))
+    out.write("\n")
+
+
+def format_report(recording: Recording, *, verbose: bool = False) -> str:
+    """The report of a :class:`Recording` read before, as one string."""
+    buffer = io.StringIO()
+    write_report(recording, buffer, verbose=verbose)
+    return buffer.getvalue()

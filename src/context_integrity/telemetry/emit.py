@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 from opentelemetry import trace
 from opentelemetry.trace import Span, Status, StatusCode
@@ -21,7 +22,8 @@ from opentelemetry.util.types import AttributeValue
 
 from ..findings import Finding, kinds_of
 from ..judge.registry import REGISTRY
-from ..limits import MAX_ATTRIBUTE_CHARS
+from ..ledger import CheckId
+from ..limits import MAX_ATTRIBUTE_CHARS, MAX_STACKTRACE_CHARS, MAX_STACKTRACE_FRAMES
 from ..loop import ExternalGrounding
 from ..text import bounded_json, clip, render_value
 from . import names
@@ -36,6 +38,67 @@ logger = logging.getLogger("context_integrity")
 
 # An ERROR status description is read by people in a trace UI, not parsed: a line, not a page.
 _MAX_STATUS_CHARS = 256
+
+# What an exported text becomes when the application's redaction hook raised on it.
+REDACTED: Final = "[redacted]"
+
+Redactor = Callable[[str], str]
+
+
+def redact(text: str, hook: Redactor | None) -> str:
+    """``text`` as the application's hook lets it leave (clipped); all of it redacted if the hook fails."""
+    if hook is None:
+        return clip(text, MAX_ATTRIBUTE_CHARS)
+    try:
+        out = hook(text)
+    except Exception:  # a broken hook must not leak what it was meant to hide
+        return REDACTED
+    return clip(out, MAX_ATTRIBUTE_CHARS) if isinstance(out, str) else REDACTED
+
+
+def _redacted_keys(attributes: Mapping[str, object]) -> list[str]:
+    keys = [names.FINDING_MESSAGE, names.EXTERNAL_GROUND_VALUE]
+    count = attributes.get(names.FINDING_WITNESS_COUNT)
+    for index in range(count if isinstance(count, int) else 0):
+        keys.append(names.witness_attribute(index, "value"))
+        keys.append(names.witness_attribute(index, "provenance"))
+    return keys
+
+
+def redacted(attributes: dict[str, AttributeValue], hook: Redactor | None) -> dict[str, AttributeValue]:
+    """Every witness value, provenance and message through the hook (the rest as it is)."""
+    if hook is None:
+        return attributes
+    for key in _redacted_keys(attributes):
+        value = attributes.get(key)
+        if value is not None:
+            attributes[key] = redact(value if isinstance(value, str) else str(value), hook)
+    return attributes
+
+
+def _hook() -> Redactor | None:
+    from .setup import current
+
+    inst = current()
+    return inst.redact if inst is not None else None
+
+
+def exception_message(error: BaseException) -> str:
+    """``str(error)``, or its type's name when the exception cannot even be printed. Never raises."""
+    try:
+        return str(error) or type(error).__name__
+    except Exception:
+        return f"<unprintable {type(error).__name__}>"
+
+
+def _stacktrace(error: BaseException) -> str:
+    try:
+        lines = traceback.format_exception(
+            type(error), error, error.__traceback__, limit=MAX_STACKTRACE_FRAMES
+        )
+        return clip("".join(lines), MAX_STACKTRACE_CHARS)
+    except Exception:
+        return type(error).__qualname__
 
 
 def clipped(attributes: Mapping[str, Any]) -> dict[str, AttributeValue]:
@@ -89,16 +152,34 @@ def record_judge_errors(span: Span | None, judge: RunJudge | None) -> None:
 
 
 def mark_error(span: Span, error: BaseException) -> None:
-    """Put an exception that ended an operation on its span: event, ERROR status, ``error.type``."""
-    span.record_exception(error)
-    span.set_status(Status(StatusCode.ERROR, clip(str(error) or type(error).__name__, _MAX_STATUS_CHARS)))
-    span.set_attribute(names.ERROR_TYPE, clip(type(error).__qualname__, MAX_ATTRIBUTE_CHARS))
+    """Put an exception that ended an operation on its span: event, ERROR status, ``error.type``.
+
+    Written by us rather than ``span.record_exception`` so the message and the stack trace are
+    bounded and pass the redaction hook, and an exception whose ``__str__`` raises is still recorded.
+    """
+    hook = _hook()
+    message = redact(exception_message(error), hook)
+    kind = clip(type(error).__qualname__, MAX_ATTRIBUTE_CHARS)
+    span.add_event(
+        names.EXCEPTION_EVENT,
+        {
+            names.EXCEPTION_TYPE: kind,
+            names.EXCEPTION_MESSAGE: message,
+            names.EXCEPTION_STACKTRACE: _stacktrace(error)
+            if hook is None
+            else redact(_stacktrace(error), hook),
+            names.EXCEPTION_ESCAPED: True,
+        },
+    )
+    span.set_status(Status(StatusCode.ERROR, clip(message, _MAX_STATUS_CHARS)))
+    span.set_attribute(names.ERROR_TYPE, kind)
 
 
 def mark_refused(span: Span) -> None:
     """Enforce replaced a tool's result: the call is an error, of our own ``error.type``."""
     span.set_status(Status(StatusCode.ERROR, "result rejected by context_integrity"))
     span.set_attribute(names.ERROR_TYPE, names.ERROR_RESULT_REJECTED)
+    span.set_attribute(names.RESULT_REFUSED, True)
 
 
 def content(value: object) -> str:
@@ -137,13 +218,14 @@ class SpanEmitter:
     (which Tempo's span metrics and TraceQL select on) always cover every finding on it.
     """
 
-    __slots__ = ("count", "inst", "kinds", "span")
+    __slots__ = ("_redact", "count", "inst", "kinds", "span")
 
     def __init__(self, span: Span, inst: Instrumentation | None) -> None:
         self.span = span
         self.inst = inst
         self.count = 0
         self.kinds: list[str] = []
+        self._redact = inst.redact if inst is not None else None
 
     def findings(
         self,
@@ -163,8 +245,11 @@ class SpanEmitter:
         for index, finding in enumerate(found):
             tool = tool_name if tool_name is not None else subject_tool(finding)
             about = call_ids[index] if index < len(call_ids) else call_id
-            attributes = clipped(
-                {**finding_attributes(finding, tool_name=tool, call_id=about), **provenance(finding)}
+            attributes = redacted(
+                clipped(
+                    {**finding_attributes(finding, tool_name=tool, call_id=about), **provenance(finding)}
+                ),
+                self._redact,
             )
             self.span.add_event(names.FINDING_EVENT, attributes)
             if self.inst is not None:
@@ -186,14 +271,17 @@ class SpanEmitter:
         for excusal in excusals:
             self.span.add_event(
                 names.EXTERNAL_GROUND_EVENT,
-                clipped(
-                    {
-                        names.GEN_AI_TOOL_NAME: excusal.tool_name,
-                        names.GEN_AI_TOOL_CALL_ID: excusal.call_id,
-                        names.EXTERNAL_GROUND_PATH: excusal.path,
-                        names.EXTERNAL_GROUND_VALUE: excusal.value,
-                        names.EXTERNAL_GROUND_SOURCE: excusal.source,
-                    }
+                redacted(
+                    clipped(
+                        {
+                            names.GEN_AI_TOOL_NAME: excusal.tool_name,
+                            names.GEN_AI_TOOL_CALL_ID: excusal.call_id,
+                            names.EXTERNAL_GROUND_PATH: excusal.path,
+                            names.EXTERNAL_GROUND_VALUE: excusal.value,
+                            names.EXTERNAL_GROUND_SOURCE: excusal.source,
+                        }
+                    ),
+                    self._redact,
                 ),
             )
 
@@ -222,7 +310,7 @@ class SpanEmitter:
         context = trace.set_span_in_context(self.span)
         if inst.log_events:
             inst.event_logger.emit(
-                body=clip(finding.message, MAX_ATTRIBUTE_CHARS),
+                body=redact(finding.message, self._redact),
                 attributes=attributes,
                 event_name=names.FINDING_LOG_EVENT_NAME,
                 context=context,
@@ -230,13 +318,49 @@ class SpanEmitter:
                 severity_text=severity_text,
             )
         if inst.evaluation_events:
+            # The explanation is the finding event's message as the redaction hook already let it leave.
+            explanation = attributes.get(names.FINDING_MESSAGE)
             inst.event_logger.emit(
-                attributes=evaluation_attributes(finding, self.span),
+                attributes=evaluation_attributes(
+                    finding, self.span, explanation=explanation if isinstance(explanation, str) else REDACTED
+                ),
                 event_name=names.GEN_AI_EVALUATION_RESULT_EVENT,
                 context=context,
                 severity_number=severity,
                 severity_text=severity_text,
             )
+
+    def passes(self, checks: Sequence[CheckId]) -> None:
+        """One pass ``gen_ai.evaluation.result`` per ``checked-pass`` encounter (evaluation_events="all")."""
+        inst = self.inst
+        if not checks or inst is None or inst.event_logger is None:
+            return
+        if inst.evaluation_events != names.EVALUATION_EVENTS_ALL:
+            return
+        from opentelemetry._logs import SeverityNumber
+
+        context = trace.set_span_in_context(self.span)
+        for check in checks:
+            try:
+                inst.event_logger.emit(
+                    attributes=pass_attributes(check, self.span),
+                    event_name=names.GEN_AI_EVALUATION_RESULT_EVENT,
+                    context=context,
+                    severity_number=SeverityNumber.INFO,
+                    severity_text="INFO",
+                )
+            except Exception as ours:
+                record_internal_error(self.span, "writing a pass evaluation event", ours)
+                return
+
+
+def wants_passes(inst: Instrumentation | None) -> bool:
+    """Whether the judge should keep its ``checked-pass`` encounters for pass evaluation events."""
+    return (
+        inst is not None
+        and inst.event_logger is not None
+        and inst.evaluation_events == names.EVALUATION_EVENTS_ALL
+    )
 
 
 def provenance(finding: Finding) -> dict[str, AttributeValue]:
@@ -248,24 +372,45 @@ def provenance(finding: Finding) -> dict[str, AttributeValue]:
     return out
 
 
-def evaluation_attributes(finding: Finding, span: Span) -> dict[str, AttributeValue]:
+def evaluation_attributes(finding: Finding, span: Span, *, explanation: str) -> dict[str, AttributeValue]:
     """One finding as the GenAI conventions' ``gen_ai.evaluation.result`` attributes.
 
     A finding is a failed evaluation: label ``fail``, score ``0.0``; an advisory says so in
-    ``context_integrity.finding.advisory``. ``gen_ai.response.id`` is copied from the evaluated
-    span when it carries one, for backends that correlate by response rather than by span.
+    ``context_integrity.finding.advisory``. ``explanation`` is the message as already redacted for
+    the finding event. ``gen_ai.response.id`` is copied from the evaluated span when it carries one,
+    for backends that correlate by response rather than by span.
     """
     attributes: dict[str, Any] = {
         names.GEN_AI_EVALUATION_NAME: names.evaluation_name(finding.kind),
         names.GEN_AI_EVALUATION_SCORE_LABEL: names.EVALUATION_LABEL_FAIL,
         names.GEN_AI_EVALUATION_SCORE_VALUE: names.EVALUATION_SCORE_FAIL,
-        names.GEN_AI_EVALUATION_EXPLANATION: finding.message,
+        names.GEN_AI_EVALUATION_EXPLANATION: explanation,
         names.FINDING_KIND: finding.kind,
         names.FINDING_SEAM: finding.seam,
         names.FINDING_ADVISORY: finding.advisory,
         names.FINDING_IDENTITY: finding.identity(),
         **provenance(finding),
     }
+    return _with_response_id(attributes, span)
+
+
+def pass_attributes(check: CheckId, span: Span) -> dict[str, AttributeValue]:
+    """One ``checked-pass`` encounter as a passed ``gen_ai.evaluation.result``: label ``pass``, score ``1.0``."""
+    attributes: dict[str, Any] = {
+        names.GEN_AI_EVALUATION_NAME: names.evaluation_name(check.check),
+        names.GEN_AI_EVALUATION_SCORE_LABEL: names.EVALUATION_LABEL_PASS,
+        names.GEN_AI_EVALUATION_SCORE_VALUE: names.EVALUATION_SCORE_PASS,
+        names.FINDING_KIND: check.check,
+        names.FINDING_SEAM: check.seam,
+        names.EVALUATOR_VERSION: instrumentation_version(),
+    }
+    rule = REGISTRY.rule_version(check.check)
+    if rule is not None:
+        attributes[names.EVALUATOR_RULE_VERSION] = rule
+    return _with_response_id(attributes, span)
+
+
+def _with_response_id(attributes: dict[str, Any], span: Span) -> dict[str, AttributeValue]:
     response_id = (getattr(span, "attributes", None) or {}).get(names.GEN_AI_RESPONSE_ID)
     if isinstance(response_id, str) and response_id:
         attributes[names.GEN_AI_RESPONSE_ID] = response_id

@@ -14,6 +14,11 @@ with protobuf's JSON mapping and corrected where OTLP/JSON deviates from it:
 trace and span ids are lowercase hex, not base64 (enums as integers and
 lowerCamelCase keys are asked of the mapping directly).
 
+Lines go through :class:`~.recording_file.RecordingFile`: one whole write each, under
+a lock shared with other processes, a torn line ended before the next, rotation at the
+recording's size. :class:`~.recording_processor.RecordingSpanProcessor` feeds the span
+exporter and writes a drop record into the file for any span it could not keep.
+
 A recording must never break the host: ``export()`` never raises. A file that
 cannot be written is logged once (logger ``context_integrity``) and reported as
 a failed export; the next successful write re-arms the warning.
@@ -25,7 +30,7 @@ import base64
 import json
 import logging
 import os
-import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -41,12 +46,15 @@ from opentelemetry.sdk.metrics.export import (
     MetricsData,
 )
 from opentelemetry.sdk.metrics.view import Aggregation
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from ..paths import default_recording_path
 from . import names
-from .otlp_json import spans_document
+from .otlp_json import attributes, resource_json, spans_document
+from .recording_file import RecordingFile
+from .schema import dropped_attributes
 
 try:  # SDK >= 1.39 names the log exporter interface LogRecordExporter.
     from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
@@ -74,8 +82,6 @@ _logger = logging.getLogger(names.INSTRUMENTATION_NAME)
 _HEX_ID_FIELDS: Final = frozenset({"traceId", "spanId", "parentSpanId"})
 # Attribute lists never hold id fields; skipping them keeps the walk short.
 _NO_IDS_BELOW: Final = frozenset({"attributes", "resource", "scope"})
-_FILE_MODE: Final = 0o600  # a recording can quote tool results: the user's eyes only
-_DIR_MODE: Final = 0o700
 
 
 def _hex_ids(node: object) -> None:
@@ -108,16 +114,15 @@ def _json_line(document: dict[str, Any]) -> bytes:
 
 
 class _JsonLinesFile:
-    """Appends whole lines to one file: thread-safe, never raising.
+    """Encodes documents and appends them as lines of the recording; thread-safe, never raising.
 
-    The file is opened for each write, in append mode, so a recording that is
-    deleted or rotated between exports is simply started again, and several
-    processes can share one file (each line goes out in one ``write``).
+    A file that cannot be written is logged once (logger ``context_integrity``) and reported
+    as a failed export; the next successful write re-arms the warning.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
-        self._lock = threading.Lock()
+    def __init__(self, path: str | os.PathLike[str], max_bytes: int | None) -> None:
+        self.file = RecordingFile(path, max_bytes=max_bytes)
+        self.path = self.file.path
         self._warned = False
         self.closed = False
 
@@ -131,29 +136,13 @@ class _JsonLinesFile:
         except Exception as error:  # an encoder bug must not reach the host
             self._warn(f"could not encode telemetry for the recording at {self.path}: {error!r}")
             return False
-        with self._lock:
-            try:
-                self._write(line)
-            except OSError as error:
-                self._warn(f"could not write the recording at {self.path}: {error}")
-                return False
-            self._warned = False
+        try:
+            self.file.append(line)
+        except OSError as error:
+            self._warn(f"could not write the recording at {self.path}: {error}")
+            return False
+        self._warned = False
         return True
-
-    def _write(self, line: bytes) -> None:
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
-        try:
-            descriptor = os.open(self.path, flags, _FILE_MODE)
-        except FileNotFoundError:
-            self.path.parent.mkdir(parents=True, exist_ok=True, mode=_DIR_MODE)
-            descriptor = os.open(self.path, flags, _FILE_MODE)
-        try:
-            view = memoryview(line)
-            while view:
-                written = os.write(descriptor, view)
-                view = view[written:]
-        finally:
-            os.close(descriptor)
 
     def _warn(self, message: str) -> None:
         # Once per run of failures: a full disk must not flood the host's log.
@@ -162,11 +151,51 @@ class _JsonLinesFile:
             _logger.warning("%s (further failures are not logged until a write succeeds)", message)
 
 
-class OtlpJsonLinesSpanExporter(SpanExporter):
-    """Appends each batch of spans to ``path`` as one ``{"resourceSpans": [...]}`` line."""
+_WARN: Final = 13  # OTLP SeverityNumber SEVERITY_NUMBER_WARN
 
-    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
-        self._file = _JsonLinesFile(path if path is not None else default_recording_path())
+
+def _dropped_document(count: int, traces: Sequence[str], resource: Resource | None) -> dict[str, Any]:
+    """A drop record: one OTLP/JSON log record, so the recording stays OTLP a collector can replay."""
+    now = str(time.time_ns())
+    record: dict[str, Any] = {
+        "timeUnixNano": now,
+        "observedTimeUnixNano": now,
+        "severityNumber": _WARN,
+        "severityText": "WARN",
+        "body": {
+            "stringValue": f"{names.RECORDING_DROPPED_EVENT}: {count} span(s) could not be kept in the recording"
+        },
+        "attributes": attributes(dropped_attributes(count, traces)),
+    }
+    return {
+        "resourceLogs": [
+            {
+                "resource": resource_json(resource) if resource is not None else {},
+                "scopeLogs": [{"scope": {"name": names.INSTRUMENTATION_NAME}, "logRecords": [record]}],
+            }
+        ]
+    }
+
+
+class OtlpJsonLinesSpanExporter(SpanExporter):
+    """Appends each batch of spans to ``path`` as one ``{"resourceSpans": [...]}`` line.
+
+    ``max_bytes`` is the size the file rotates at (default: ``$CONTEXT_INTEGRITY_RECORDING_MAX_BYTES``,
+    else :data:`~context_integrity.limits.MAX_RECORDING_BYTES`).
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, max_bytes: int | None = None) -> None:
+        self._file = _JsonLinesFile(path if path is not None else default_recording_path(), max_bytes)
+
+    @property
+    def recording(self) -> RecordingFile:
+        return self._file.file
+
+    def record_dropped(self, count: int, traces: Sequence[str], resource: Resource | None = None) -> bool:
+        """Write, into the recording itself, that ``count`` spans of these traces could not be kept."""
+        if self._file.closed or count <= 0:
+            return False
+        return self._file.append(lambda: _dropped_document(count, traces, resource))
 
     @property
     def path(self) -> Path:
@@ -203,12 +232,14 @@ class OtlpJsonLinesMetricExporter(MetricExporter):
         path: str | os.PathLike[str] | None = None,
         preferred_temporality: dict[type, AggregationTemporality] | None = None,
         preferred_aggregation: dict[type, Aggregation] | None = None,
+        *,
+        max_bytes: int | None = None,
     ) -> None:
         super().__init__(
             preferred_temporality=preferred_temporality,
             preferred_aggregation=preferred_aggregation,
         )
-        self._file = _JsonLinesFile(path if path is not None else default_recording_path())
+        self._file = _JsonLinesFile(path if path is not None else default_recording_path(), max_bytes)
 
     @property
     def path(self) -> Path:
@@ -244,8 +275,8 @@ class OtlpJsonLinesMetricExporter(MetricExporter):
 class OtlpJsonLinesLogExporter(LogRecordExporter):
     """Appends each batch of log records to ``path`` as one ``{"resourceLogs": [...]}`` line."""
 
-    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
-        self._file = _JsonLinesFile(path if path is not None else default_recording_path())
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, max_bytes: int | None = None) -> None:
+        self._file = _JsonLinesFile(path if path is not None else default_recording_path(), max_bytes)
 
     @property
     def path(self) -> Path:

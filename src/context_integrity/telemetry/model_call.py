@@ -64,6 +64,7 @@ class ModelCall:
         self._call_token: contextvars.Token[ModelCall | None] | None = _current_call.set(self)
         self._held: HeldSpan | None = None
         self._emitter: SpanEmitter | None = None
+        judged = False
         try:
             inst = agent_run._inst
             parent = trace.set_span_in_context(agent_run.span) if agent_run.span is not None else None
@@ -83,17 +84,24 @@ class ModelCall:
             self.span = held.span
             self._emitter = SpanEmitter(held.span, inst)
             if agent_run.judge is not None:
-                found = agent_run.judge.judge_request(frame)
+                judged = True
+                found = agent_run.judge.compose(frame)
                 # A request is about no call yet: each finding names its own consumer tool.
                 self._file(found)
         except Exception as ours:
             record_internal_error(self.span, "judging a request", ours)
+            if not judged and agent_run.judge is not None:
+                # The request was never handed to the judge: its encounter still counts.
+                agent_run.judge.note_unreachable("compose", "judging a request", ours)
 
     def _file(self, found: Sequence[Finding], call_ids: Sequence[str | None] = ()) -> None:
         record_judge_errors(self.span, self.run.judge)
-        if found and self._emitter is not None:
-            self.findings.extend(found)
-            self._emitter.findings(found, call_ids=call_ids)
+        passes = self.run.judge.take_passes() if self.run.judge is not None else []
+        if self._emitter is not None:
+            if found:
+                self.findings.extend(found)
+                self._emitter.findings(found, call_ids=call_ids)
+            self._emitter.passes(passes)
 
     @property
     def ended(self) -> bool:
@@ -129,22 +137,28 @@ class ModelCall:
         """Report the response (the choice seam) and end the ``chat`` span."""
         if self._ended:
             return
+        judge = self.run.judge
+        judged = False
         try:
             self._close_wire()
             reply = response if response is not None else ModelResponse(calls=tuple(calls), text=text)
             if reply.response_id and self._held is not None:
                 set_text(self._held.span, names.GEN_AI_RESPONSE_ID, reply.response_id, owned=self._held.owned)
             for call in reply.calls:
-                self.run.expect_call(call.name, call.call_id)
-            judge = self.run.judge
+                # A host's garbage entry among the calls names no call to expect; the check reads it.
+                with contextlib.suppress(Exception):
+                    self.run.expect_call(call.name, call.call_id)
             if judge is not None:
-                verdict = judge.judge_response(self.frame, reply)
+                judged = True
+                verdict = judge.choice(self.frame, reply)
                 self._file(verdict.findings, verdict.call_ids)
                 self.excusals.extend(verdict.excusals)
                 if self._emitter is not None:
                     self._emitter.excusals(verdict.excusals)
         except Exception as ours:
             record_internal_error(self.span, "judging a response", ours)
+            if not judged and judge is not None:
+                judge.note_unreachable("choice", "judging a response", ours)
         finally:
             self.end()
 

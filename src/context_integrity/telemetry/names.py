@@ -2,7 +2,7 @@
 
 Dashboards, alert rules, the collector configuration, the recording reader and
 the tests all depend on these strings, so they have one owner and change only
-deliberately. This module imports nothing (not even OpenTelemetry) so that
+deliberately. This module imports only ``limits`` (not OpenTelemetry) so that
 the recording reader (``recording/``, through ``schema``) and the deployment
 tests can read it without the SDK.
 
@@ -14,6 +14,8 @@ they are our own constants rather than imports of the (deprecated, moving)
 from __future__ import annotations
 
 from typing import Final
+
+from ..limits import MAX_ATTRIBUTE_CHARS
 
 # ── Instrumentation scope ───────────────────────────────────────────────
 INSTRUMENTATION_NAME: Final = "context_integrity"
@@ -63,15 +65,25 @@ OPENINFERENCE_TOOL_NAME: Final = "tool.name"
 OPENINFERENCE_TOOL_ID: Final = "tool.id"
 
 ERROR_TYPE: Final = "error.type"
+# The exception event (OpenTelemetry semantic conventions), written by us so each string is bounded.
+EXCEPTION_EVENT: Final = "exception"
+EXCEPTION_TYPE: Final = "exception.type"
+EXCEPTION_MESSAGE: Final = "exception.message"
+EXCEPTION_STACKTRACE: Final = "exception.stacktrace"
+EXCEPTION_ESCAPED: Final = "exception.escaped"
 ERROR_RESULT_REJECTED: Final = "context_integrity.result_rejected"
+# Our own mark that a result was refused: hosts such as the MCP SDK overwrite ``error.type`` on the
+# spans they own (with ``tool_error``), so the verdict also travels under a name of ours.
+RESULT_REFUSED: Final = "context_integrity.result.refused"
 
 
+# Span names carry a host- or model-chosen name: bounded like every exported string.
 def tool_span_name(tool: str) -> str:
-    return f"{OPERATION_EXECUTE_TOOL} {tool}"
+    return f"{OPERATION_EXECUTE_TOOL} {tool[:MAX_ATTRIBUTE_CHARS]}"
 
 
 def run_span_name(agent: str) -> str:
-    return f"{OPERATION_INVOKE_AGENT} {agent}"
+    return f"{OPERATION_INVOKE_AGENT} {agent[:MAX_ATTRIBUTE_CHARS]}"
 
 
 # A ``ci.run`` written around a framework's own run: the framework's ``invoke_agent`` is the run,
@@ -84,7 +96,7 @@ def user_run_span_name(agent: str) -> str:
 
 
 def chat_span_name(model: str) -> str:
-    return f"{OPERATION_CHAT} {model}"
+    return f"{OPERATION_CHAT} {model[:MAX_ATTRIBUTE_CHARS]}"
 
 
 # ── Findings ────────────────────────────────────────────────────────────
@@ -186,9 +198,14 @@ GEN_AI_EVALUATION_SCORE_LABEL: Final = "gen_ai.evaluation.score.label"
 GEN_AI_EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"
 GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
 # The documented values of our score label (low cardinality, as the conventions ask) and the score
-# each carries: a finding is a failed evaluation.
+# each carries: a finding is a failed evaluation; a ``checked-pass`` encounter (only with
+# setup(evaluation_events="all")) a passed one.
 EVALUATION_LABEL_FAIL: Final = "fail"
 EVALUATION_SCORE_FAIL: Final = 0.0
+EVALUATION_LABEL_PASS: Final = "pass"
+EVALUATION_SCORE_PASS: Final = 1.0
+# The evaluation_events value that adds the pass events to the fail-only default.
+EVALUATION_EVENTS_ALL: Final = "all"
 
 
 def evaluation_name(kind: str) -> str:
@@ -204,3 +221,10 @@ EVALUATOR_RULE_VERSION: Final = f"{_NS}.evaluator.rule_version"
 # ── Phoenix span annotations (opt-in: setup(phoenix_annotations=url)) ───
 # One annotation name for every finding, so Phoenix shows them in one column, labelled by kind.
 PHOENIX_ANNOTATION_NAME: Final = f"{_NS}.finding"
+
+# ── The local recording's own account of itself ─────────────────────────
+# A log record the recording writes into itself when spans could not be kept: how many, and (some
+# of) the traces they belonged to, so a reader of the file knows which runs are incomplete.
+RECORDING_DROPPED_EVENT: Final = f"{_NS}.recording.dropped"
+RECORDING_DROPPED_SPANS: Final = f"{_NS}.recording.dropped_spans"
+RECORDING_DROPPED_TRACES: Final = f"{_NS}.recording.dropped_traces"

@@ -193,7 +193,7 @@ def span(sdk_span: ReadableSpan) -> JsonObject:
     return out
 
 
-def _resource(resource: Resource) -> JsonObject:
+def resource_json(resource: Resource) -> JsonObject:
     encoded = attributes(resource.attributes)
     return {"attributes": encoded} if encoded else {}
 
@@ -246,7 +246,7 @@ def spans_document(spans: Sequence[ReadableSpan]) -> JsonObject:
             if scope is not None and scope.schema_url:
                 entry["schemaUrl"] = scope.schema_url
             scope_spans.append(entry)
-        resource_entry: JsonObject = {"resource": _resource(resource), "scopeSpans": scope_spans}
+        resource_entry: JsonObject = {"resource": resource_json(resource), "scopeSpans": scope_spans}
         if resource.schema_url:
             resource_entry["schemaUrl"] = resource.schema_url
         resource_spans.append(resource_entry)

@@ -58,6 +58,8 @@ class DispositionSpanProcessor(SpanProcessor):
         self._tracer: Tracer | None = None
         self._expected: OrderedDict[int, SummarySource] = OrderedDict()
         self._lock = threading.Lock()
+        # Spans ended in this provider: what a bounded flush measures the unsent against.
+        self.ended = 0
 
     def expect(self, span_id: int, source: SummarySource) -> None:
         """Remember that the span ``span_id`` is a run whose end needs a summary."""
@@ -85,6 +87,7 @@ class DispositionSpanProcessor(SpanProcessor):
         if context is None:
             return
         with self._lock:
+            self.ended += 1
             source = self._expected.pop(context.span_id, None)
         if source is None:
             return

@@ -23,15 +23,19 @@ or none. An integration that fails to arm is logged once and never fails ``setup
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import dataclasses
 import functools
 import inspect
 import logging
 import os
 import threading
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from opentelemetry import metrics, trace
 from opentelemetry.metrics import Counter, Meter
@@ -53,9 +57,12 @@ if TYPE_CHECKING:
 
 from ..judge import ContractBook, Dials, SetupError
 from ..judge.dials import dial_parameters, dial_specs, dials_doc, unknown_option
+from ..limits import EXIT_FLUSH_MILLIS
 from ..paths import default_recording_path
 from . import names
 from .arming import AUTO, arm_integrations, disarm_all, selected_integrations
+from .bounded import TallyingSpanExporter, flush_all, say_unsent, within
+from .options import PROTOCOLS, ExporterOptions, refuse_changed, validated_options
 from .processor import DispositionSpanProcessor
 
 logger = logging.getLogger("context_integrity")
@@ -79,7 +86,6 @@ def __getattr__(name: str) -> str:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-PROTOCOLS: Final = ("grpc", "http/protobuf")
 TRACES_EXPORTERS: Final = ("otlp", "console", "none")
 METRICS_EXPORTERS: Final = ("otlp", "prometheus", "console", "none")
 DEFAULT_PROMETHEUS_HOST: Final = "127.0.0.1"
@@ -106,34 +112,46 @@ class Instrumentation:
     # Which records the event logger writes per finding: our own ``context_integrity.finding``
     # (log_events) and the GenAI conventions' ``gen_ai.evaluation.result`` (evaluation_events).
     log_events: bool = False
-    evaluation_events: bool = False
+    evaluation_events: bool | Literal["all"] = False
+    redact: Callable[[str], str] | None = None
+    options: ExporterOptions = field(default_factory=ExporterOptions)
     _owned: list[Any] = field(default_factory=list, repr=False)
     _flushable: list[Any] = field(default_factory=list, repr=False)
+    _tallies: list[TallyingSpanExporter] = field(default_factory=list, repr=False)
 
     @property
     def contracts(self) -> ContractBook:
         return CONTRACTS
 
     def force_flush(self, timeout_millis: int = 10_000) -> bool:
-        """Push everything buffered to its exporter now. Never raises."""
-        ok = True
-        for provider in self._flushable:
-            try:
-                result = provider.force_flush(timeout_millis)
-                ok = ok and result is not False
-            except Exception:
-                logger.exception("context_integrity: force_flush failed for %r", provider)
-                ok = False
-        return ok
+        """Push everything buffered to its exporter now, within ``timeout_millis``. Never raises.
 
-    def shutdown(self) -> None:
-        """Flush and shut down the providers this library created (not the application's)."""
-        self.force_flush()
-        for provider in self._owned:
-            try:
-                provider.shutdown()
-            except Exception:
-                logger.exception("context_integrity: shutdown failed for %r", provider)
+        ``False`` when something could not be sent in time; how much is said in one log line.
+        """
+        if flush_all(self._flushable, timeout_millis):
+            return True
+        self._say_unsent("flush", timeout_millis)
+        return False
+
+    def shutdown(self, timeout_millis: int = EXIT_FLUSH_MILLIS) -> None:
+        """Flush and shut down the providers this library created (not the application's), in bound."""
+        deadline = time.monotonic() + timeout_millis / 1000
+        flushed = flush_all(self._flushable, timeout_millis)
+
+        def close() -> None:
+            for provider in self._owned:
+                try:
+                    provider.shutdown()
+                except Exception:
+                    logger.exception("context_integrity: shutdown failed for %r", provider)
+
+        left = max((deadline - time.monotonic()) * 1000, 0)
+        if not (within(close, left, "shutdown") and flushed):
+            self._say_unsent("shutdown", timeout_millis)
+
+    def _say_unsent(self, what: str, timeout_millis: float) -> None:
+        ended = self.processor.ended if self.processor is not None else 0
+        say_unsent(what, timeout_millis, ended, self._tallies)
 
 
 _lock = threading.Lock()
@@ -262,7 +280,13 @@ def _prometheus_reader() -> MetricReader:
         raise SetupError(
             f"OTEL_EXPORTER_PROMETHEUS_PORT must be a port number (got {port_text!r})."
         ) from error
-    start_http_server(port=port, addr=host)
+    try:
+        start_http_server(port=port, addr=host)
+    except OSError as error:
+        raise SetupError(
+            f"The Prometheus exporter cannot listen on {host}:{port} ({error.strerror or error}). Set "
+            "OTEL_EXPORTER_PROMETHEUS_PORT to a free port, or stop what holds this one."
+        ) from error
     return PrometheusMetricReader()
 
 
@@ -295,14 +319,27 @@ def _build(
     headers: Mapping[str, str] | None,
     recording_path: str | os.PathLike[str] | None,
     log_events: bool,
-    evaluation_events: bool,
+    evaluation_events: bool | Literal["all"],
     phoenix_annotations: str | None,
     capture_content: bool,
     tracer_provider: Any | None,
     meter_provider: Any | None,
     logger_provider: Any | None,
+    installs: list[Callable[[], None]],
 ) -> Instrumentation:
+    """Build the pipeline; the global providers it makes are only queued in ``installs``.
+
+    Nothing global changes until the whole pipeline was built, so a setup() that fails leaves the
+    process as it found it (the caller shuts down what was made).
+    """
     plan = _Plan.resolve(endpoint, protocol, headers)
+    tallies: list[TallyingSpanExporter] = []
+
+    def tally(exporter: SpanExporter) -> SpanExporter:
+        tallied = TallyingSpanExporter(exporter)
+        tallies.append(tallied)
+        return tallied
+
     resource = Resource.create({"service.name": service_name} if service_name else {})
     owned: list[Any] = []
     flushable: list[Any] = []
@@ -314,6 +351,16 @@ def _build(
         if recording is None:
             recording = Path(recording_path) if recording_path is not None else default_recording_path()
         return recording
+
+    def recording_size() -> int:
+        from .recording_file import recording_max_bytes
+
+        try:
+            return recording_max_bytes()
+        except ValueError as error:
+            raise SetupError(str(error)) from None
+
+    recording_size()  # a bad $CONTEXT_INTEGRITY_RECORDING_MAX_BYTES is refused here, whatever the destination
 
     # ── traces ──
     # ``provider`` gets our span processor; ``tracing`` gives our tracer. They differ only behind a
@@ -333,7 +380,8 @@ def _build(
             joined = "proxy" if provider is not global_provider else "TracerProvider"
             where.append(f"traces go to the application's own {joined} ({type(global_provider).__module__})")
     if provider is None:
-        provider = SdkTracerProvider(resource=resource)
+        # Our own bounded shutdown runs at exit (see :func:`_exit_shutdown`), not the SDK's unbounded one.
+        provider = SdkTracerProvider(resource=resource, shutdown_on_exit=False)
         owned.append(provider)
         processors: list[SpanProcessor] = []
         for kind in plan.traces_exporters:
@@ -341,12 +389,18 @@ def _build(
                 processors.append(SimpleSpanProcessor(ConsoleSpanExporter()))
                 where.append("traces print to the console")
             elif kind == "otlp" and plan.traces_endpoint:
-                processors.append(BatchSpanProcessor(_otlp_span_exporter(plan, endpoint)))
+                processors.append(BatchSpanProcessor(tally(_otlp_span_exporter(plan, endpoint))))
                 where.append(f"traces go over OTLP {plan.protocol} to {plan.traces_endpoint}")
             elif kind == "otlp":
                 from .file_export import OtlpJsonLinesSpanExporter
+                from .recording_processor import RecordingSpanProcessor
 
-                processors.append(BatchSpanProcessor(OtlpJsonLinesSpanExporter(recording_file())))
+                recorder = OtlpJsonLinesSpanExporter(recording_file(), max_bytes=recording_size())
+                processors.append(
+                    RecordingSpanProcessor(
+                        tally(recorder), record_dropped=recorder.record_dropped, where=str(recording_file())
+                    )
+                )
                 where.append(
                     f"no OTLP endpoint is configured, so traces are recorded to {recording_file()} "
                     "(read them with `context-integrity report`; set OTEL_EXPORTER_OTLP_ENDPOINT to "
@@ -354,7 +408,7 @@ def _build(
                 )
         for processor in processors:
             provider.add_span_processor(processor)
-        trace.set_tracer_provider(provider)
+        installs.append(functools.partial(trace.set_tracer_provider, provider))
         tracing = provider
     flushable.append(provider)
     run_processor: DispositionSpanProcessor | None = None
@@ -399,12 +453,13 @@ def _build(
 
                 readers.append(
                     PeriodicExportingMetricReader(
-                        OtlpJsonLinesMetricExporter(recording_file()), export_interval_millis=60_000
+                        OtlpJsonLinesMetricExporter(recording_file(), max_bytes=recording_size()),
+                        export_interval_millis=60_000,
                     )
                 )
-        mprovider = SdkMeterProvider(resource=resource, metric_readers=readers)
+        mprovider = SdkMeterProvider(resource=resource, metric_readers=readers, shutdown_on_exit=False)
         owned.append(mprovider)
-        metrics.set_meter_provider(mprovider)
+        installs.append(functools.partial(metrics.set_meter_provider, mprovider))
     if hasattr(mprovider, "force_flush"):
         flushable.append(mprovider)
     meter = mprovider.get_meter(names.INSTRUMENTATION_NAME, instrumentation_version())
@@ -418,7 +473,7 @@ def _build(
     event_logger = None
     if log_events or evaluation_events:
         event_logger = _event_logger(
-            plan, endpoint, logger_provider, resource, recording_file, owned, flushable
+            plan, endpoint, logger_provider, resource, recording_file, owned, flushable, installs
         )
 
     destination = "; ".join(where) or "traces go to the configured OpenTelemetry pipeline"
@@ -436,6 +491,7 @@ def _build(
         evaluation_events=evaluation_events,
         _owned=owned,
         _flushable=flushable,
+        _tallies=tallies,
     )
 
 
@@ -447,6 +503,7 @@ def _event_logger(
     recording_file: Any,
     owned: list[Any],
     flushable: list[Any],
+    installs: list[Callable[[], None]],
 ) -> Any:
     from opentelemetry import _logs
     from opentelemetry.sdk._logs import LoggerProvider as SdkLoggerProvider
@@ -458,7 +515,7 @@ def _event_logger(
         if isinstance(global_logger_provider, SdkLoggerProvider):
             lprovider = global_logger_provider
     if lprovider is None:
-        lprovider = SdkLoggerProvider(resource=resource)
+        lprovider = SdkLoggerProvider(resource=resource, shutdown_on_exit=False)
         if plan.logs_endpoint:
             url = plan.signal_url(endpoint, "logs")
             headers = dict(plan.headers) if plan.headers is not None else None
@@ -480,7 +537,7 @@ def _event_logger(
             exporter = OtlpJsonLinesLogExporter(recording_file())
         lprovider.add_log_record_processor(BatchLogRecordProcessor(exporter))
         owned.append(lprovider)
-        _logs.set_logger_provider(lprovider)
+        installs.append(functools.partial(_logs.set_logger_provider, lprovider))
     flushable.append(lprovider)
     return lprovider.get_logger(names.INSTRUMENTATION_NAME, instrumentation_version())
 
@@ -493,9 +550,10 @@ def setup(
     headers: Mapping[str, str] | None = None,
     recording_path: str | os.PathLike[str] | None = None,
     log_events: bool = False,
-    evaluation_events: bool = False,
+    evaluation_events: bool | Literal["all"] = False,
     phoenix_annotations: str | None = None,
     capture_content: bool = False,
+    redact: Callable[[str], str] | None = None,
     tracer_provider: Any | None = None,
     meter_provider: Any | None = None,
     logger_provider: Any | None = None,
@@ -521,13 +579,20 @@ def setup(
         if name not in dial_specs():
             raise unknown_option(name, tuple(inspect.signature(setup).parameters))
     validated = Dials.validated(**dials)
-    for flag, given in (
-        ("log_events", log_events),
-        ("evaluation_events", evaluation_events),
-        ("capture_content", capture_content),
-    ):
-        if not isinstance(given, bool):
-            raise SetupError(f"{flag} must be a boolean (got {type(given).__name__}).")
+    options = validated_options(
+        service_name=service_name,
+        endpoint=endpoint,
+        protocol=protocol,
+        headers=headers,
+        recording_path=recording_path,
+        log_events=log_events,
+        evaluation_events=evaluation_events,
+        capture_content=capture_content,
+        redact=redact,
+        tracer_provider=tracer_provider,
+        meter_provider=meter_provider,
+        logger_provider=logger_provider,
+    )
     if phoenix_annotations is not None and not (
         isinstance(phoenix_annotations, str) and phoenix_annotations.startswith(("http://", "https://"))
     ):
@@ -536,34 +601,73 @@ def setup(
             f"(got {phoenix_annotations!r:.200})."
         )
     frameworks, auto = selected_integrations(instrument)
+    options = dataclasses.replace(options, phoenix_annotations=phoenix_annotations)
     with _lock:
         if _state is not None:
+            refuse_changed(_state.options, options)
             _state.dials = validated
             _state.capture_content = capture_content
+            _state.redact = redact
             arm_integrations(frameworks, auto=auto)
             return _state
-        _state = _build(
-            dials=validated,
-            service_name=service_name,
-            endpoint=endpoint,
-            protocol=protocol,
-            headers=headers,
-            recording_path=recording_path,
-            log_events=log_events,
-            evaluation_events=evaluation_events,
-            phoenix_annotations=phoenix_annotations,
-            capture_content=capture_content,
-            tracer_provider=tracer_provider,
-            meter_provider=meter_provider,
-            logger_provider=logger_provider,
-        )
-        state = _state
+        installs: list[Callable[[], None]] = []
+        try:
+            built = _build(
+                dials=validated,
+                service_name=service_name,
+                endpoint=endpoint,
+                protocol=protocol,
+                headers=headers,
+                recording_path=recording_path,
+                log_events=log_events,
+                evaluation_events=evaluation_events,
+                phoenix_annotations=phoenix_annotations,
+                capture_content=capture_content,
+                tracer_provider=tracer_provider,
+                meter_provider=meter_provider,
+                logger_provider=logger_provider,
+                installs=installs,
+            )
+        except BaseException:
+            _discard_partial(installs)
+            raise
+        for install in installs:
+            install()
+        built.options = options
+        built.redact = redact
+        _state = state = built
+        _arm_exit_shutdown()
         arm_integrations(frameworks, auto=auto)
     if state.recording_path is not None:
         _say_where(state.destination)
     else:
         logger.info("context_integrity: %s", state.destination)
     return state
+
+
+_exit_armed = False
+
+
+def _exit_shutdown() -> None:
+    """At interpreter exit: flush and shut down what setup() made, within EXIT_FLUSH_MILLIS."""
+    state = _state
+    if state is not None:
+        state.shutdown(EXIT_FLUSH_MILLIS)
+
+
+def _arm_exit_shutdown() -> None:
+    global _exit_armed
+    if not _exit_armed:
+        _exit_armed = True
+        atexit.register(_exit_shutdown)
+
+
+def _discard_partial(installs: list[Callable[[], None]]) -> None:
+    """Shut down the providers a failed setup() made (none was installed globally)."""
+    for install in installs:
+        provider: Any = getattr(install, "args", (None,))[0]
+        with contextlib.suppress(Exception):
+            provider.shutdown()
 
 
 # The dials are declared once, on :class:`Dials`; setup()'s signature and docstring are read from there.
@@ -596,6 +700,10 @@ def shutdown() -> None:
 
 
 def flush(timeout_millis: int = 10_000) -> bool:
-    """Export everything buffered now (call before a short-lived process exits). Never raises."""
+    """Export everything buffered now (call before a short-lived process exits). Never raises.
+
+    Returns within ``timeout_millis`` whatever the exporter does; ``False`` (and one log line
+    counting the spans not sent) when it could not finish in time.
+    """
     state = _state
     return state.force_flush(timeout_millis) if state is not None else True

@@ -125,6 +125,15 @@ def find_host_span(operation: str, *, tool_name: str | None = None, span: Span |
     return current
 
 
+def foreign_current_span() -> Span | None:
+    """The current span when it records and another instrumentation started it (a host's span
+    an integration knows stands for the operation at hand, whatever its kind), else ``None``."""
+    current = trace.get_current_span()
+    if not current.is_recording() or _is_ours(current):
+        return None
+    return current
+
+
 class HeldSpan:
     """A span we work on, and whether it is ours to end (``owned``) or the host's, only enriched."""
 
@@ -149,9 +158,11 @@ class HeldSpan:
         """
         self.detach()
         if self.owned:
-            if error is not None:
-                mark_error(self.span, error)
-            self.span.end()
+            try:
+                if error is not None:
+                    mark_error(self.span, error)
+            finally:  # however the error is recorded (or fails to be), the span ends
+                self.span.end()
 
 
 def adopt_or_start(

@@ -1,0 +1,269 @@
+"""Declarations that travel with a tool: MCP ``_meta`` in both directions, and an output schema.
+
+A tool served from a remote catalogue is exactly where a numeric column arriving as text goes
+unnoticed: the consumer holding the rows has no way to know what the producer meant. So the
+declarations a consumer-side check reads (``result_columns``, ``arguments_from``, ``result_kind``)
+ride the tool definition's ``_meta`` under one key this library owns, :data:`META_KEY`; nothing that
+governs execution ever travels.
+
+The key is ``io.github.context-integrity/contract``: a reverse-DNS prefix (``io.github.<owner>``, the
+convention the MCP Registry uses for GitHub-hosted namespaces) whose labels are letters, digits and
+hyphens only, with no ``mcp`` or ``modelcontextprotocol`` label in any position (the 2025-06-18
+revision reserves such a label anywhere in the prefix; later ones reserve it as the second label), so
+it is valid under every revision of the spec; and the name ``contract`` says what the value is.
+
+Reading is for data from a server this process does not control: it never raises. Each known field
+is validated by the very same definition-time assert a local tool's declaration goes through; a
+field that fails is dropped with one warning per (server, tool, field), and the tool keeps the rest.
+Unknown fields are ignored (a newer server, an older client).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from ..limits import MAX_SCHEMA_DEPTH, MAX_WARNED_DECLARATIONS
+from .columns import ColumnType, NormalizedColumn, normalize_columns
+from .errors import DeclarationError
+from .grounds import assert_arguments_from
+from .tool import ToolContract, assert_result_kind
+
+logger = logging.getLogger("context_integrity")
+
+META_KEY: Final = "io.github.context-integrity/contract"
+"""The one ``_meta`` key this library owns (see the module docstring for why it is spelled so)."""
+
+# The fields that travel, each with the definition-time assert that vets it on arrival.
+TRAVELLING_FIELDS: Final[tuple[str, ...]] = ("result_columns", "arguments_from", "result_kind")
+
+
+def contract_meta(contract: ToolContract) -> dict[str, Any] | None:
+    """The ``_meta`` value for one tool: its travelling declarations, or ``None`` when it has none.
+
+    A tool without declarations publishes no key at all (never an empty bag).
+    """
+    bag: dict[str, Any] = {}
+    if contract.result_columns:
+        bag["result_columns"] = {
+            column.name: {"type": column.type, "nullable": column.nullable}
+            if column.nullable
+            else column.type
+            for column in contract.result_columns
+        }
+    if contract.arguments_from:
+        bag["arguments_from"] = list(contract.arguments_from)
+    if contract.result_kind:
+        bag["result_kind"] = contract.result_kind
+    return bag or None
+
+
+def with_contract_meta(
+    meta: Mapping[str, Any] | None, contract: ToolContract | None
+) -> dict[str, Any] | None:
+    """``meta`` with our key set from ``contract`` (other keys kept); unchanged when nothing travels."""
+    bag = contract_meta(contract) if contract is not None else None
+    if bag is None:
+        return dict(meta) if meta is not None else None
+    return {**(dict(meta) if isinstance(meta, Mapping) else {}), META_KEY: bag}
+
+
+@dataclass(slots=True)
+class _WarnedOnce:
+    """Which (server, tool, field) were warned about; bounded, then repeats go to debug."""
+
+    seen: set[tuple[str, str, str]] = field(default_factory=set)
+
+    def warn(self, server: str, tool: str, field_name: str, rule: str) -> None:
+        key = (server, tool, field_name)
+        if key in self.seen:
+            return
+        if len(self.seen) >= MAX_WARNED_DECLARATIONS:
+            logger.debug("context_integrity: %s", rule)
+            return
+        self.seen.add(key)
+        logger.warning(
+            "context_integrity: MCP server %r, tool %r: dropped the declaration %r (%s). "
+            "The tool is still registered with the rest of its contract.",
+            server,
+            tool,
+            field_name,
+            rule,
+        )
+
+
+WARNED: Final = _WarnedOnce()
+
+
+@dataclass(frozen=True, slots=True)
+class TravelledDeclaration:
+    """What a remote tool declared, each field already vetted; absent fields are ``None``."""
+
+    result_columns: tuple[NormalizedColumn, ...] | None = None
+    arguments_from: tuple[str, ...] | None = None
+    result_kind: str | None = None
+
+    def as_options(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in TRAVELLING_FIELDS if getattr(self, name) is not None}
+
+
+def _vet(
+    bag: Mapping[str, Any],
+    name: str,
+    vet: Callable[[object], Any],
+    *,
+    server: str,
+    tool: str,
+) -> Any:
+    if name not in bag:
+        return None
+    try:
+        return vet(bag[name])
+    except DeclarationError as refused:
+        WARNED.warn(server, tool, name, str(refused))
+    except Exception as odd:  # a value so strange the assert itself tripped: still only this field
+        WARNED.warn(server, tool, name, f"{type(odd).__name__} while reading it")
+    return None
+
+
+def read_contract_meta(meta: object, *, server: str, tool: str) -> TravelledDeclaration:
+    """Read our key out of a tool definition's ``_meta``. Never raises.
+
+    No ``_meta``, no key, or a key whose value is not an object: nothing declared. A field present
+    with ``null`` is validated (and so warned about), unlike an absent one.
+    """
+    try:
+        if not isinstance(meta, Mapping):
+            return TravelledDeclaration()
+        bag = meta.get(META_KEY)
+        if not isinstance(bag, Mapping):
+            if bag is not None:
+                WARNED.warn(server, tool, META_KEY, f"its value is {type(bag).__name__}, not an object")
+            return TravelledDeclaration()
+        return TravelledDeclaration(
+            result_columns=_vet(
+                bag, "result_columns", lambda v: normalize_columns(tool, v), server=server, tool=tool
+            ),
+            arguments_from=_vet(
+                bag, "arguments_from", lambda v: assert_arguments_from(tool, v), server=server, tool=tool
+            ),
+            result_kind=_vet(
+                bag, "result_kind", lambda v: assert_result_kind(tool, v), server=server, tool=tool
+            ),
+        )
+    except Exception:  # a hostile mapping: nothing from it
+        return TravelledDeclaration()
+
+
+# ── An output schema as a column declaration ────────────────────────────
+
+_JSON_TYPES: Final[Mapping[str, ColumnType]] = {
+    "integer": "number",
+    "number": "number",
+    "string": "string",
+    "boolean": "boolean",
+}
+_DATE_FORMATS: Final = frozenset({"date", "date-time"})
+
+
+def _resolve(node: object, root: Mapping[str, Any], depth: int = 0) -> object:
+    """Follow a local ``$ref`` (``#/$defs/Row``), bounded."""
+    while isinstance(node, Mapping) and isinstance(node.get("$ref"), str) and depth < MAX_SCHEMA_DEPTH:
+        ref = node["$ref"]
+        if not ref.startswith("#/"):
+            return None
+        target: object = root
+        for part in ref[2:].split("/"):
+            target = target.get(part) if isinstance(target, Mapping) else None
+        node, depth = target, depth + 1
+    return node
+
+
+def wrapped_rows_schema(schema: object) -> bool:
+    """Whether an output schema wraps a list result as ``{"result": [...]}`` (the SDK's and fastmcp's way).
+
+    fastmcp marks it (``x-fastmcp-wrap-result``); the SDK says it only by shape: an object whose only
+    property, and only required key, is ``result``.
+    """
+    if not isinstance(schema, Mapping):
+        return False
+    if schema.get("x-fastmcp-wrap-result") is True:
+        return True
+    properties = schema.get("properties")
+    return (
+        schema.get("type") == "object"
+        and isinstance(properties, Mapping)
+        and list(properties) == ["result"]
+        and schema.get("required") == ["result"]
+    )
+
+
+def _column_type(prop: object, root: Mapping[str, Any]) -> tuple[ColumnType, bool] | None:
+    prop = _resolve(prop, root)
+    if not isinstance(prop, Mapping):
+        return None
+    declared = prop.get("type")
+    nullable = False
+    if isinstance(declared, list):
+        nullable = "null" in declared
+        rest = [t for t in declared if t != "null"]
+        if len(rest) != 1:
+            return None
+        declared = rest[0]
+    elif "anyOf" in prop and isinstance(prop["anyOf"], list):
+        options = [_resolve(o, root) for o in prop["anyOf"]]
+        nullable = any(isinstance(o, Mapping) and o.get("type") == "null" for o in options)
+        rest = [o for o in options if not (isinstance(o, Mapping) and o.get("type") == "null")]
+        if len(rest) != 1 or not isinstance(rest[0], Mapping):
+            return None
+        found = _column_type(rest[0], root)
+        return (found[0], nullable or found[1]) if found else None
+    if declared == "string" and prop.get("format") in _DATE_FORMATS:
+        return "date", nullable
+    if isinstance(declared, str) and declared in _JSON_TYPES:
+        return _JSON_TYPES[declared], nullable
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaColumns:
+    """The columns an output schema describes, and the properties it could not map (named once)."""
+
+    columns: tuple[NormalizedColumn, ...] | None
+    wrapped: bool
+    undeclared: tuple[str, ...] = ()
+
+
+def columns_from_output_schema(tool: str, schema: object) -> SchemaColumns:
+    """Read an output schema that describes rows as a column declaration. Never raises.
+
+    An array of objects with typed properties (or the ``{"result": [...]}`` wrapping of one) yields
+    columns: ``integer``/``number`` -> number, ``string`` -> string, ``format: date``/``date-time`` ->
+    date, ``boolean`` -> boolean, a type list containing ``null`` -> nullable. Any other property is
+    left undeclared and named in ``undeclared``; a schema that does not describe rows yields none.
+    """
+    try:
+        if not isinstance(schema, Mapping):
+            return SchemaColumns(None, False)
+        wrapped = wrapped_rows_schema(schema)
+        rows: object = schema["properties"]["result"] if wrapped else schema
+        rows = _resolve(rows, schema)
+        if not isinstance(rows, Mapping) or rows.get("type") != "array":
+            return SchemaColumns(None, wrapped)
+        item = _resolve(rows.get("items"), schema)
+        properties = item.get("properties") if isinstance(item, Mapping) else None
+        if not isinstance(properties, Mapping) or not properties:
+            return SchemaColumns(None, wrapped)
+        columns: list[NormalizedColumn] = []
+        undeclared: list[str] = []
+        for name, prop in properties.items():
+            mapped = _column_type(prop, schema)
+            if mapped is None or not isinstance(name, str) or not name.strip():
+                undeclared.append(str(name))
+            else:
+                columns.append(NormalizedColumn(name, mapped[0], mapped[1]))
+        return SchemaColumns(tuple(columns) or None, wrapped, tuple(undeclared))
+    except Exception:
+        return SchemaColumns(None, False)

@@ -1,0 +1,292 @@
+"""MCP: declarations travel with the tool, results are read the way MCP carries them, and
+enforcement works at both ends.
+
+- **Serving** (`serve_contracts(server)`, one call per server, or `tool_meta(name)` per tool): a
+  server built with the official MCP Python SDK (``mcp.server.mcpserver.MCPServer``) or with fastmcp
+  publishes each declared tool's contract in its definition's ``_meta`` under
+  :data:`~context_integrity.contracts.meta.META_KEY`. A tool without declarations publishes no key.
+- **Enforcing at the server** (`enforce(server)`): a middleware judges a tool's structured result
+  against its own contract before it leaves the server. In enforce, the client receives an error
+  result (``isError: true``) whose text is the refusal sentence — never a non-error text result,
+  which would fail the client's output-schema validation. In warn the result passes through and
+  the server's own ``tools/call`` span carries the findings.
+- **Ingesting** (`ingest_tools(tools, server=...)`, or `await ingest_client(client)`): a server's tool
+  list becomes contracts; each known field is vetted by the same definition-time assert a local
+  tool's declaration goes through, and a malformed one is dropped with one warning. Never raises.
+  ``columns_from_output_schema=True`` reads a row-describing output schema as the column declaration.
+
+The MCP SDK and fastmcp are imported lazily, inside the functions that need them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, Final
+
+from ..contracts import ToolContract, define_contract
+from ..contracts.meta import (
+    META_KEY,
+    columns_from_output_schema,
+    read_contract_meta,
+    with_contract_meta,
+    wrapped_rows_schema,
+)
+from ..contracts.results import judged_value
+from ..telemetry.emit import record_internal_error
+from ..telemetry.run import ToolScope
+from ..telemetry.setup import CONTRACTS
+
+logger = logging.getLogger("context_integrity")
+
+__all__ = [
+    "META_KEY",
+    "enforce",
+    "ingest_client",
+    "ingest_tools",
+    "serve_contracts",
+    "tool_meta",
+]
+
+_MARK: Final = "_context_integrity_mcp"
+
+
+# ── serving declarations ────────────────────────────────────────────────
+
+
+def tool_meta(name: str, meta: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    """The ``_meta`` to pass to a tool definition (``@server.tool(meta=ci_mcp.tool_meta("rows"))``).
+
+    The declared contract of ``name`` under our key, beside any ``meta`` given; ``None`` when the
+    tool declared nothing that travels and no ``meta`` was given.
+    """
+    return with_contract_meta(meta, CONTRACTS.get(name))
+
+
+def _stamp_wire_tools(result: object) -> object:
+    if isinstance(result, Mapping) and isinstance(result.get("tools"), list):
+        for listed in result["tools"]:
+            if isinstance(listed, dict) and isinstance(listed.get("name"), str):
+                meta = with_contract_meta(listed.get("_meta"), CONTRACTS.get(listed["name"]))
+                if meta is not None:
+                    listed["_meta"] = meta
+    return result
+
+
+def _is_fastmcp(server: object) -> bool:
+    return type(server).__module__.startswith("fastmcp")
+
+
+def serve_contracts(server: Any) -> Any:
+    """Publish every declared tool's contract in the ``_meta`` of the tools ``server`` lists.
+
+    One call per server, for tools defined before or after it; idempotent. Returns ``server``.
+    """
+    if getattr(server, _MARK + "_serve", False):
+        return server
+    if _is_fastmcp(server):
+        server.add_middleware(_fastmcp_middleware(serve=True, judge=False))
+    else:
+
+        async def stamp(ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
+            result = await call_next(ctx)
+            try:
+                if getattr(ctx, "method", None) == "tools/list":
+                    _stamp_wire_tools(result)
+            except Exception as ours:
+                record_internal_error(None, "publishing MCP tool contracts", ours)
+            return result
+
+        server.middleware.append(stamp)
+    setattr(server, _MARK + "_serve", True)
+    return server
+
+
+# ── enforcing at the server ─────────────────────────────────────────────
+
+
+def _judge_on_server(name: object, arguments: object, structured: object) -> str | None:
+    """Judge one structured result against the tool's own contract; the refusal sentence, or ``None``."""
+    if not isinstance(name, str):
+        return None
+    contract = CONTRACTS.get(name)
+    if contract is None or not contract.result_columns:
+        return None
+    rows = judged_value({"content": [], "structuredContent": structured, "isError": False}, wrapped=True)
+    args = dict(arguments) if isinstance(arguments, Mapping) else {}
+    scope = ToolScope(contract, lambda: args)
+    delivered = scope.finish(rows)
+    if delivered is rows:
+        return None
+    return delivered if isinstance(delivered, str) else None
+
+
+def _refusal_result(text: str) -> Any:
+    import mcp.types as mt
+
+    return mt.CallToolResult(content=[mt.TextContent(type="text", text=text)], is_error=True)
+
+
+def enforce(server: Any) -> Any:
+    """Judge every tool result ``server`` returns against its own contract, before it leaves.
+
+    With ``setup(check_column_types="enforce")`` a refused result reaches the client as an error
+    result whose text is the refusal sentence; with ``"warn"`` it passes through and the server's
+    span carries the findings. Idempotent; returns ``server``.
+    """
+    if getattr(server, _MARK + "_enforce", False):
+        return server
+    if _is_fastmcp(server):
+        server.add_middleware(_fastmcp_middleware(serve=False, judge=True))
+    else:
+
+        async def judge(ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
+            result = await call_next(ctx)
+            try:
+                if getattr(ctx, "method", None) != "tools/call" or not isinstance(result, Mapping):
+                    return result
+                if result.get("isError") or "structuredContent" not in result:
+                    return result
+                params = getattr(ctx, "params", None) or {}
+                refusal = _judge_on_server(
+                    params.get("name"), params.get("arguments"), result.get("structuredContent")
+                )
+                if refusal is not None:
+                    return _refusal_result(refusal)
+            except Exception as ours:
+                record_internal_error(None, "judging an MCP tool result", ours)
+            return result
+
+        server.middleware.append(judge)
+    setattr(server, _MARK + "_enforce", True)
+    return server
+
+
+def _fastmcp_middleware(*, serve: bool, judge: bool) -> Any:
+    import mcp.types as mt
+    from fastmcp.server.middleware import Middleware
+    from fastmcp.tools.base import ToolResult
+
+    class ContextIntegrityMiddleware(Middleware):
+        async def on_list_tools(self, context: Any, call_next: Any) -> Any:
+            tools = await call_next(context)
+            if not serve:
+                return tools
+            try:
+                stamped = []
+                for listed in tools:
+                    meta = with_contract_meta(listed.meta, CONTRACTS.get(listed.name))
+                    stamped.append(listed if meta is None else listed.model_copy(update={"meta": meta}))
+                return stamped
+            except Exception as ours:
+                record_internal_error(None, "publishing MCP tool contracts", ours)
+                return tools
+
+        async def on_call_tool(self, context: Any, call_next: Any) -> Any:
+            result = await call_next(context)
+            if not judge:
+                return result
+            try:
+                if getattr(result, "is_error", False) or result.structured_content is None:
+                    return result
+                message = context.message
+                refusal = _judge_on_server(message.name, message.arguments, result.structured_content)
+                if refusal is not None:
+                    return ToolResult(content=[mt.TextContent(type="text", text=refusal)], is_error=True)
+            except Exception as ours:
+                record_internal_error(None, "judging an MCP tool result", ours)
+            return result
+
+    return ContextIntegrityMiddleware()
+
+
+# ── ingesting declarations ──────────────────────────────────────────────
+
+
+def _field(tool: object, *names_: str) -> object:
+    for name in names_:
+        if isinstance(tool, Mapping):
+            if name in tool:
+                return tool[name]
+        elif hasattr(tool, name):
+            return getattr(tool, name)
+    return None
+
+
+def ingest_tools(
+    tools: Iterable[object], *, server: str = "mcp", columns_from_output_schema: bool = False
+) -> list[ToolContract]:
+    """Turn a server's tool list (``mcp.types.Tool`` models or their wire dicts) into contracts.
+
+    Each tool is declared by name, with whatever its ``_meta`` declared that survives vetting; with
+    ``columns_from_output_schema=True`` a tool that declared no columns takes them from an output
+    schema describing rows. Never raises: a tool that cannot be read is skipped with one log line.
+    """
+    declared: list[ToolContract] = []
+    try:
+        listed = list(tools)
+    except Exception:
+        return declared
+    for tool in listed:
+        try:
+            contract = _ingest_one(tool, server=server, columns_from_schema=columns_from_output_schema)
+        except Exception as ours:
+            record_internal_error(None, "ingesting an MCP tool", ours)
+            continue
+        if contract is not None:
+            CONTRACTS.declare(contract, replace=True)  # the server is the authority on its tools
+            declared.append(contract)
+    return declared
+
+
+def _ingest_one(tool: object, *, server: str, columns_from_schema: bool) -> ToolContract | None:
+    name = _field(tool, "name")
+    if not isinstance(name, str) or not name.strip():
+        return None
+    travelled = read_contract_meta(_field(tool, "meta", "_meta"), server=server, tool=name)
+    output_schema = _field(tool, "output_schema", "outputSchema")
+    options = travelled.as_options()
+    if columns_from_schema and "result_columns" not in options:
+        found = columns_from_output_schema(name, output_schema)
+        if found.columns:
+            options["result_columns"] = found.columns
+        if found.undeclared:
+            logger.info(
+                "context_integrity: MCP server %r, tool %r: output schema properties %s map to no "
+                "column type and are left undeclared.",
+                server,
+                name,
+                ", ".join(repr(p) for p in found.undeclared),
+            )
+    input_schema = _field(tool, "input_schema", "inputSchema")
+    description = _field(tool, "description")
+    return define_contract(
+        name,
+        description=description if isinstance(description, str) else None,
+        input_schema=input_schema if isinstance(input_schema, Mapping) else None,
+        result_wrapped=wrapped_rows_schema(output_schema),
+        **options,
+    )
+
+
+async def ingest_client(
+    client: Any, *, server: str | None = None, columns_from_output_schema: bool = False
+) -> list[ToolContract]:
+    """List the tools of a connected MCP client (``mcp.Client``, a ``ClientSession`` or a fastmcp
+    ``Client``) and ingest their declarations. Never raises."""
+    try:
+        listed = await client.list_tools()
+    except Exception as ours:
+        record_internal_error(None, "listing an MCP server's tools", ours)
+        return []
+    tools = getattr(listed, "tools", listed)
+    label = server or _server_label(client)
+    return ingest_tools(tools, server=label, columns_from_output_schema=columns_from_output_schema)
+
+
+def _server_label(client: Any) -> str:
+    for attribute in ("name", "server_name"):
+        value = getattr(client, attribute, None)
+        if isinstance(value, str) and value:
+            return value
+    return "mcp"
