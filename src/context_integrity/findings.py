@@ -102,9 +102,17 @@ def finding_identity(finding: Finding, *, with_epoch: bool = True) -> str:
     Without the epoch it is the per-run key: one event per defect per run,
     however many iterations re-detect it.
     """
-    subjects = " + ".join(sorted(subject.render() for subject in finding.subjects))
-    epoch = "" if not with_epoch or finding.epoch is None else str(finding.epoch)
-    return f"{finding.kind} @{finding.seam} [{subjects}] {finding.predicate or ''} {epoch}".rstrip()
+    epoch = finding.epoch if with_epoch else None
+    return identity_of(finding.kind, finding.seam, finding.subjects, finding.predicate, epoch)
+
+
+def identity_of(
+    kind: Kind, seam: Seam, subjects: Iterable[Subject], predicate: str | None, epoch: int | None = None
+) -> str:
+    """:func:`finding_identity` of a finding not built yet: a check asks it before building one."""
+    rendered = " + ".join(sorted(subject.render() for subject in subjects))
+    at = "" if epoch is None else str(epoch)
+    return f"{kind} @{seam} [{rendered}] {predicate or ''} {at}".rstrip()
 
 
 def dedupe_findings(findings: Iterable[Finding], *, with_epoch: bool = True) -> list[Finding]:

@@ -16,6 +16,7 @@ import datetime as dt
 import math
 from types import MappingProxyType
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -81,3 +82,30 @@ def test_long_columns_off_the_fast_path_are_judged_alike(nan_at: list[int], dist
     rows[150]["c"] = "not a date" if distinct else rows[150]["c"]
     columns = normalize_columns("t", {"a": "number", "c": "date"})
     assert _verdict(rows, columns) == _verdict([MappingProxyType(row) for row in rows], columns)
+
+
+def test_a_defect_the_run_filed_is_counted_again_but_not_built_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    from context_integrity.checks import column_types
+    from context_integrity.contracts import define_contract
+    from context_integrity.judge import ContractBook, Dials, RunJudge
+    from context_integrity.ledger import CheckId
+
+    built: list[str] = []
+    real = column_types._mismatch_message
+
+    def counting(*args: object, **kwargs: object) -> str:
+        message = real(*args, **kwargs)  # type: ignore[arg-type]
+        built.append(message)
+        return message
+
+    monkeypatch.setattr(column_types, "_mismatch_message", counting)
+    book = ContractBook()
+    book.declare(define_contract("t", result_columns={"lun": "number"}))
+    judge = RunJudge(book, Dials(check_column_types="enforce"))
+    first = judge.write("t", "c1", [{"lun": ""}])
+    second = judge.write("t", "c2", [{"lun": ""}])
+    assert len(first.findings) == 1 and second.findings == []
+    assert first.refusal is not None and second.refusal is not None  # still refused every time
+    assert len(built) == 1  # the second sighting built no finding
+    (row,) = [r for r in judge.report() if (r.check, r.seam) == CheckId("column-type-mismatch", "write")]
+    assert (row.checked, row.findings) == (2, 2)  # and still counted as a failed look

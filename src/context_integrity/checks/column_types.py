@@ -43,7 +43,7 @@ import numbers
 import operator
 import sys
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from types import MappingProxyType
@@ -57,14 +57,16 @@ from ..findings import (
     CHECKED_PASS,
     NOT_APPLICABLE,
     UNREACHABLE,
+    Disposition,
     Encounter,
     Finding,
     Kind,
     Subject,
     Witness,
+    identity_of,
     tool_subject,
 )
-from ..limits import MAX_ISO_DATE_CHARS, MAX_NAMED_IN_REFUSAL, MAX_OTHER_OFFENDER_KINDS
+from ..limits import MAX_IDENTITY_CHARS, MAX_ISO_DATE_CHARS, MAX_NAMED_IN_REFUSAL, MAX_OTHER_OFFENDER_KINDS
 from ..text import plural, render_value
 from . import CANARY_EPOCH, as_canary
 
@@ -639,6 +641,17 @@ class ColumnTypeEncounter(Encounter):
     violations: list[ColumnViolation] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
 
+    def disposition_of(self, kind: Kind) -> Disposition:
+        # Read from what was found, not from the findings built: a finding the run already filed
+        # is not built again, and its row still fails.
+        if self.disposition in (NOT_APPLICABLE, UNREACHABLE):
+            return self.disposition
+        if kind == "column-type-mismatch":
+            return CHECKED_FAIL if self.violations else CHECKED_PASS
+        if kind == "missing-column":
+            return CHECKED_FAIL if self.missing else CHECKED_PASS
+        return Encounter.disposition_of(self, kind)
+
 
 # The encounters that carry nothing, made once: a clean result is the common call, and the judge
 # only reads an encounter. Never mutate their lists.
@@ -655,8 +668,13 @@ def column_types_of(
     call_id: str,
     mode: ColumnMode = "warn",
     epoch: int = 0,
+    filed: Container[str] = frozenset(),
 ) -> ColumnTypeEncounter:
     """The pure judge: one result, already read, against its tool's normalised columns.
+
+    ``filed`` holds the per-run identities (:func:`~context_integrity.findings.identity_of`,
+    clipped to ``MAX_IDENTITY_CHARS``) of findings already filed: those are not built again,
+    while every violation is still counted, reported and (in enforce mode) refused.
 
     Disposition: ``not-applicable`` when the result is not a rowset with at
     least one row (the zero-row answer is empty-lookup's subject);
@@ -693,6 +711,11 @@ def column_types_of(
             message=message,
         )
 
+    def fresh(kind: Kind, column: NormalizedColumn) -> bool:
+        return not filed or (
+            identity_of(kind, "write", (subject,), column.name)[:MAX_IDENTITY_CHARS] not in filed
+        )
+
     findings = [
         finding(
             "column-type-mismatch",
@@ -701,6 +724,7 @@ def column_types_of(
             _mismatch_message(tool_name, column, violation, call_id, mode),
         )
         for column, violation in broken
+        if fresh("column-type-mismatch", column)
     ] + [
         finding(
             "missing-column",
@@ -709,6 +733,7 @@ def column_types_of(
             _missing_message(tool_name, column, of_rows, call_id, mode),
         )
         for column in missing
+        if fresh("missing-column", column)
     ]
     violations = [violation for _, violation in broken]
     missing_names = [column.name for column in missing]

@@ -109,7 +109,13 @@ def _column_types_at_write(state: RunState, seen: ToolResultSeen) -> Encounter:
         return OUT_OF_SCOPE
     mode: ColumnMode = "enforce" if state.dials.check_column_types == "enforce" else "warn"
     return column_types_of(
-        seen.reading, columns, tool_name=seen.tool_name, call_id=seen.call_id, mode=mode, epoch=state.epoch
+        seen.reading,
+        columns,
+        tool_name=seen.tool_name,
+        call_id=seen.call_id,
+        mode=mode,
+        epoch=state.epoch,
+        filed=state.filed,
     )
 
 

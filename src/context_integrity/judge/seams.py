@@ -133,7 +133,7 @@ class RunJudge:
         # and drains them after every seam call; off, nothing is kept.
         self.keep_passes = False
         self.passes: list[CheckId] = []
-        self._seen: set[str] = set()
+        self._seen: set[str] = self.state.filed
         self._call_ids = itertools.count(1)
         self._begun = False
         # One run's tools may run on several threads (asyncio.to_thread, executors): every seam

@@ -175,6 +175,9 @@ class RunState:
     # The seams at which real work happened (a request, a response, a tool result): the signal
     # dev posture reads, which no check writes.
     worked: set[Seam] = field(default_factory=set)
+    # The identities (per run, clipped) of the findings filed so far: a check may skip building a
+    # finding the run has already filed, and the judge drops any it builds anyway.
+    filed: set[str] = field(default_factory=set)
     grounds: dict[str, tuple[str, ...]] = field(default_factory=dict)
     producers: frozenset[str] = frozenset()
     served: set[str] = field(default_factory=set)
