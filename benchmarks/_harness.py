@@ -4,11 +4,14 @@ A measure is a ratio of two contenders timed side by side in one process: each
 round times every contender once, in turn, so a burst of load from elsewhere on
 this shared machine lands on all of them rather than on whichever ran last. The
 ratio is taken per round and reported as the median and the minimum over rounds.
+Samples are CPU time of this process (``time.process_time``): the machine is shared, and
+wall time would count the moments another job held the core.
 """
 
 from __future__ import annotations
 
 import statistics
+import time
 import timeit
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,7 +32,7 @@ class Measure:
         return self.median <= self.target
 
     def line(self) -> str:
-        verdict = "met" if self.met else "MISSED"
+        verdict = "see above" if self.median != self.median else ("met" if self.met else "MISSED")
         note = f"  {self.note}" if self.note else ""
         return (
             f"{self.name:<58} {self.median:6.2f}x (min {self.minimum:5.2f}x)  "
@@ -40,13 +43,18 @@ class Measure:
 def rounds_of(
     cases: Mapping[str, Callable[[], object]], *, rounds: int, number: int
 ) -> dict[str, list[float]]:
-    """Seconds per call of each case, one sample per round, the cases taking turns within a round."""
+    """Seconds per call of each case, one sample per round, the cases taking turns within a round.
+
+    The order of the turns is reversed every other round, so a steady drift (a neighbour's job
+    ramping up) weighs on every case alike instead of always on the last.
+    """
     samples: dict[str, list[float]] = {key: [] for key in cases}
     for fn in cases.values():  # warm every path up once
         fn()
-    for _ in range(rounds):
-        for key, fn in cases.items():
-            samples[key].append(timeit.timeit(fn, number=number) / number)
+    order = list(cases.items())
+    for round_ in range(rounds):
+        for key, fn in order if round_ % 2 == 0 else reversed(order):
+            samples[key].append(timeit.Timer(fn, timer=time.process_time).timeit(number) / number)
     return samples
 
 

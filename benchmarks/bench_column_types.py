@@ -89,9 +89,9 @@ def check(rows: Sequence[object]) -> object:
     return check_column_types(tool_name="bench_tool", columns=DECLARED, result=rows, call_id="bench-call")
 
 
-def main(rounds: int = 15) -> list[Measure]:
+def main(rounds: int = 41) -> list[Measure]:
     measures: list[Measure] = []
-    for size, number, target in ((10, 2000, SMALL_TARGET), (50, 500, SMALL_TARGET), (LARGE, 3, LARGE_TARGET)):
+    for size, number, target in ((10, 500, SMALL_TARGET), (50, 100, SMALL_TARGET), (LARGE, 1, LARGE_TARGET)):
         rows = clean_rows(size)
         assert getattr(check(rows), "disposition", None) == "checked-pass"
         samples = rounds_of(
@@ -120,7 +120,7 @@ def main(rounds: int = 15) -> list[Measure]:
             "dataclass": lambda: check(records),
         },
         rounds=rounds,
-        number=3,
+        number=1,
     )
     for key, label in (
         ("iso", "all-distinct ISO date strings"),

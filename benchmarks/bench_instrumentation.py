@@ -73,7 +73,7 @@ def _floor(result: list[dict[str, Any]]) -> None:
         isinstance(row.get("size_gb"), (int, float))
 
 
-def main(rounds: int = 15, number: int = 1000) -> list[Measure]:
+def main(rounds: int = 41, number: int = 300) -> list[Measure]:
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(_Discard()))
     ci.shutdown()

@@ -34,7 +34,7 @@ VALUES = st.one_of(
     st.just(dt.date(2024, 1, 5)),
 )
 DECLARATIONS = st.dictionaries(
-    st.sampled_from(NAMES),
+    st.sampled_from((*NAMES, "extra")),
     st.builds(
         lambda t, n: {"type": t, "nullable": n},
         st.sampled_from(["number", "string", "boolean", "date"]),
@@ -45,6 +45,13 @@ DECLARATIONS = st.dictionaries(
 ROWS = st.lists(st.fixed_dictionaries({}, optional={name: VALUES for name in NAMES}), min_size=1, max_size=80)
 
 Record = dataclasses.make_dataclass("Record", [(name, object) for name in NAMES])
+# Its instances carry an attribute that is no field, so their own dict is not their row.
+Tagged = dataclasses.make_dataclass(
+    "Tagged",
+    [(name, object) for name in NAMES],
+    namespace={"__post_init__": lambda self: setattr(self, "extra", "x")},
+)
+Slotted = dataclasses.make_dataclass("Slotted", [(name, object) for name in NAMES], slots=True)
 
 
 def _verdict(result: object, columns: object) -> tuple[object, ...]:
@@ -66,7 +73,8 @@ def test_every_spelling_of_the_rows_is_judged_alike(
     reference = _verdict([MappingProxyType(row) for row in rows], columns)
     assert _verdict(rows, columns) == reference
     if all(len(row) == len(NAMES) for row in rows):  # a dataclass row has every field
-        assert _verdict([Record(**row) for row in rows], columns) == reference
+        for kind in (Record, Tagged, Slotted):
+            assert _verdict([kind(**row) for row in rows], columns) == reference
 
 
 @settings(max_examples=50, deadline=None)

@@ -131,12 +131,13 @@ def _column_cells(reading: ResultReading, name: str) -> Callable[[], Iterable[ob
     clean path runs no Python bytecode per row. Other rows are read once,
     through :func:`_cell`, and the list is reused.
     """
-    if reading.fields is not None:
-        records = reading.records
-        if name not in reading.fields:
-            return lambda: repeat(_ABSENT, len(records))
-        at = operator.itemgetter(reading.fields.index(name))
-        return lambda: map(at, records)
+    if reading.fields is not None and name not in reading.fields:
+        count = reading.row_count  # a dataclass row has its fields and no other column
+        return lambda: repeat(_ABSENT, count)
+    if reading.columns:
+        assert reading.fields is not None
+        values = reading.columns[reading.fields.index(name)]
+        return lambda: values
     rows = reading.rows
     count = len(rows)
     if reading.plain:
@@ -299,6 +300,12 @@ def _floats_finite(values: list[object], value_types: set[type]) -> bool:
     return math.isfinite(sum(cast("Iterable[float]", floats), 0.0))
 
 
+def _non_finite_floats(values: list[object]) -> Iterable[object]:
+    """The exact ``float`` values that are NaN or infinite, in order, picked out in C."""
+    floats = list(compress(values, map(_JUST_FLOAT.__contains__, map(type, values))))
+    return compress(floats, map(operator.not_, map(math.isfinite, cast("list[float]", floats))))
+
+
 _JUST_STR: Final[frozenset[type]] = frozenset({str})
 
 
@@ -385,8 +392,15 @@ def _judge_column(reading: ResultReading, column: NormalizedColumn) -> ColumnVio
         elif suspect_types == _JUST_FLOAT:
             # Only plain floats are suspect, and some are NaN or infinite: those are the offenders,
             # picked out in C, in row order, instead of walking every float in Python.
-            floats = list(compress(values, map(_JUST_FLOAT.__contains__, map(type, values))))
-            offenders = compress(floats, map(operator.not_, map(math.isfinite, floats)))
+            if value_types <= _INT_AND_FLOAT:
+                try:  # every value is an int or a float here; an int too large for a float raises
+                    offenders: Iterable[object] = list(
+                        compress(values, map(operator.not_, map(math.isfinite, cast("list[float]", values))))
+                    )
+                except OverflowError:
+                    offenders = _non_finite_floats(values)
+            else:
+                offenders = _non_finite_floats(values)
             return _walk_column(offenders, column, of_rows=reading.row_count)
     elif column.type == "date" and str in suspect_types and _strings_all_iso_dates(values):
         suspect_types.discard(str)
@@ -456,8 +470,12 @@ def _plainly_clean(reading: ResultReading, declared: tuple[NormalizedColumn, ...
     """
     rows = reading.rows
     clean: list[bool] = []
+    fields = reading.fields
     try:
         for column in declared:
+            if fields is not None and column.name not in fields:
+                clean.append(False)  # no such field: the general path reads it as absent
+                continue
             value_types = set(map(type, map(column.cell, rows)))
             if value_types <= column.passes:
                 clean.append(True)

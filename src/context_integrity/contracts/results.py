@@ -102,21 +102,25 @@ class ResultReading:
     ``dict`` of its fields. ``plain`` is true when every row is exactly a
     ``dict``, which lets the column check take its fastest path. Rows that
     are all instances of one dataclass are not adapted: ``fields`` names its
-    fields and ``records`` holds each row's field values in that order, read
-    in one C-level pass, and ``rows`` is empty. ``row_count`` counts either.
+    fields (the only columns such a row has), and either ``rows`` holds each
+    instance's own attribute dict, or ``columns`` holds, per field, every
+    row's value in row order (read in one C-level pass) and ``rows`` is
+    empty. ``row_count`` counts either way.
     """
 
     shape: ResultShape
     rows: tuple[Mapping[str, object], ...] = ()
     plain: bool = False
-    # Rows of one dataclass type are read in one C-level pass into ``records``: per row, the tuple
-    # of its ``fields`` values in field order (no dict is built per row); ``rows`` is then empty.
+    # Rows of one dataclass type: ``fields`` are its fields, the only columns its rows have. Their
+    # values are either the rows' own attribute dicts in ``rows`` (read in place), or, read in one
+    # C-level pass into ``columns``, per field the values of every row (``rows`` then empty).
     fields: tuple[str, ...] | None = None
-    records: tuple[tuple[object, ...], ...] = ()
+    columns: tuple[tuple[object, ...], ...] = ()
+    count: int = 0
 
     @property
     def row_count(self) -> int:
-        return len(self.records) if self.fields is not None else len(self.rows)
+        return self.count if self.columns else len(self.rows)
 
     @property
     def is_rowset(self) -> bool:
@@ -260,19 +264,49 @@ def _is_record(value: object) -> bool:
     return isinstance(value, tuple) and hasattr(type(value), "_fields")
 
 
+def _reads_as_its_dict(row_type: type, fields: tuple[dataclasses.Field[object], ...]) -> bool:
+    """Whether every instance's ``vars()`` holds exactly what reading its fields would read.
+
+    True for the plain dataclass: no ``__slots__`` and no overridden attribute access anywhere in
+    its classes, no field shadowed by a class-level data descriptor, every field set by ``__init__``.
+    """
+    classes = [klass for klass in row_type.__mro__ if klass is not object]
+    for klass in classes:
+        own = vars(klass)
+        if "__slots__" in own or "__getattribute__" in own or "__getattr__" in own:
+            return False
+    for f in fields:
+        if not f.init and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            return False
+        for klass in classes:
+            if f.name in vars(klass):
+                shadow = type(vars(klass)[f.name])
+                if hasattr(shadow, "__set__") or hasattr(shadow, "__delete__"):
+                    return False
+                break
+    return True
+
+
 def _records(row_type: type, elements: tuple[object, ...]) -> ResultReading | None:
     """Rows of one dataclass type, every field read in one C-level pass; ``None`` when a field is unset."""
-    names = tuple(f.name for f in dataclasses.fields(row_type))
+    fields = dataclasses.fields(row_type)
+    names = tuple(f.name for f in fields)
     if not names:
         return None
+    if _reads_as_its_dict(row_type, fields):
+        # Each row's own attribute dict IS its row (read in place, never copied or written): the
+        # rowset is then plain dicts and takes the fastest path. ``fields`` goes with them: an
+        # attribute that is no field is never a column.
+        return ResultReading("rowset", tuple(map(vars, elements)), plain=True, fields=names)
     getter = operator.attrgetter(*names)
     try:
-        values = tuple(map(getter, elements))
+        if len(names) == 1:
+            columns: tuple[tuple[object, ...], ...] = (tuple(map(getter, elements)),)
+        else:
+            columns = tuple(zip(*map(getter, elements), strict=True))
     except AttributeError:  # a field never set: the row-by-row read says "absent key" for it
         return None
-    if len(names) == 1:
-        values = tuple((value,) for value in values)
-    return ResultReading("rowset", fields=names, records=values)
+    return ResultReading("rowset", fields=names, columns=columns, count=len(elements))
 
 
 def read_result(value: object) -> ResultReading:
