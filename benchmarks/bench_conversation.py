@@ -82,25 +82,25 @@ def judge_conversation(steps: list[tuple[RequestFrame, ModelResponse]]) -> tuple
     """(seconds for the whole conversation, seconds for its last request)."""
     judge = _judge()
     last = 0.0
-    start = time.perf_counter()
+    start = time.process_time()
     for frame, response in steps:
-        began = time.perf_counter()
+        began = time.process_time()
         judge.compose(frame)
         verdict = judge.choice(frame, response)
-        last = time.perf_counter() - began
+        last = time.process_time() - began
         assert not verdict.findings
-    return time.perf_counter() - start, last
+    return time.process_time() - start, last
 
 
 def naive_scan(steps: list[tuple[RequestFrame, ModelResponse]]) -> float:
     """Every request read whole: each argument searched in every message with ``str.find``."""
-    start = time.perf_counter()
+    start = time.process_time()
     for frame, response in steps:
         for call in response.calls:
             for value in call.arguments.values():
                 needle = str(value).lower()
                 any(str(m.content).lower().find(needle) >= 0 for m in frame.messages)
-    return time.perf_counter() - start
+    return time.process_time() - start
 
 
 class _Discard(SpanExporter):
@@ -147,12 +147,13 @@ def cliff(rounds: int) -> Measure:
     many_samples: list[float] = []
     few()
     many()
-    for _ in range(rounds):
-        for fn, samples in ((few, few_samples), (many, many_samples)):
-            began = time.perf_counter()
-            for _ in range(5):
+    pair = [(few, few_samples), (many, many_samples)]
+    for round_ in range(rounds * 2):
+        for fn, samples in pair if round_ % 2 == 0 else reversed(pair):
+            began = time.process_time()
+            for _ in range(20):
                 fn()
-            samples.append((time.perf_counter() - began) / 5)
+            samples.append((time.process_time() - began) / 20)
     many_run.__exit__(None, None, None)
     few_run.__exit__(None, None, None)
     ci.shutdown()
