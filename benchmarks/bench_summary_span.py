@@ -1,7 +1,7 @@
 """How much the run summary weighs: the ``context_integrity.disposition`` span in OTLP.
 
 The summary carries the ledger once, as per-row scalar attributes. Measured on
-the summary of a real demo run (9 registered checks, two of them fired), as the
+the summary of a real demo run (one row per registered check, two of them fired), as the
 SDK's own OTLP protobuf encoding of that one span with its resource and scope:
 ``len(encode_spans([summary]).SerializeToString())``. Target: <= 3 KiB. It was
 6,764 bytes when the ledger went out twice (as 54 attributes and 9 row events).
@@ -18,6 +18,7 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
 from _workload import demo_spans, interleaved
 from context_integrity import demo
+from context_integrity.judge import REGISTERED_CHECKS
 from context_integrity.telemetry import names
 
 TARGET_BYTES = 3 * 1024
@@ -40,7 +41,7 @@ def main(rounds: int = 9, number: int = 2000) -> float:
     ratio = size / TARGET_BYTES
     attributes = len(summary.attributes or {})
     print(
-        f"summary span, 9-row ledger : {size:6d} bytes of OTLP protobuf, {attributes} attributes, "
+        f"summary span, {len(REGISTERED_CHECKS)}-row ledger: {size:6d} bytes of OTLP protobuf, {attributes} attributes, "
         f"{len(summary.events)} events  ({ratio:.2f}x the target of {TARGET_BYTES} bytes, target <= 1.00x)"
     )
     print(f"tool span with a finding   : {tool_size:6d} bytes")

@@ -54,8 +54,8 @@ def summary_attributes(
     (:data:`SPARSE_COUNT_FIELDS`: ``unreachable``, ``synthetic``) are written
     only when nonzero, in the rows and in the totals alike, and ``last_fired_at``
     only once a check fired: a query for them asks ``> 0`` (or for presence),
-    and leaving the zeros out keeps a 9-row summary under 3 KB of OTLP. The dials in force
-    (``context_integrity.dial.<name>``) stand beside the posture.
+    and leaving the zeros out keeps a summary of nine or ten rows under 3 KB of OTLP. The dials in
+    force (``context_integrity.dial.<name>``) stand beside the posture.
     """
     out: Attributes = {
         names.POSTURE: posture,
