@@ -21,7 +21,7 @@ from context_integrity.judge import ContractBook, Dials, RunJudge
 from context_integrity.judge.seams import unjudged_refusal
 from context_integrity.loop import Message, ModelResponse, RequestFrame, ToolCall, ToolDefinition
 
-EXAMPLES = int(os.environ.get("CI_FUZZ_EXAMPLES", "600"))
+EXAMPLES = int(os.environ.get("CI_FUZZ_EXAMPLES", "2000"))
 
 
 class _Raises:
