@@ -269,9 +269,10 @@ class TestDeclarations:
         )
         with caplog.at_level("WARNING", logger="context_integrity"):
             agent.invoke({"messages": QUESTION})
-        warned = [r for r in caplog.records if "does not offer" in r.getMessage()]
+        warned = [r for r in caplog.records if "not offered" in r.getMessage()]
         assert len(warned) == 1 and "'lun_mapings'" in warned[0].getMessage()
-        assert "'lun_mappings'" not in warned[0].getMessage()
+        missing, offered = warned[0].getMessage().split("(offered:")
+        assert "'lun_mappings'" not in missing and "'lun_mappings'" in offered
 
     def test_a_bad_metadata_declaration_raises_at_create_agent_naming_tool_and_field(
         self, armed: Telemetry

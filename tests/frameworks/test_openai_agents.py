@@ -484,6 +484,49 @@ async def test_ci_tool_above_function_tool_declares_under_the_sdks_name(armed: T
     assert span_name == names.tool_span_name("db_fetch") and finding[names.GEN_AI_TOOL_NAME] == "db_fetch"
 
 
+def _unoffered_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "context_integrity" and "not offered" in r.getMessage()
+    ]
+
+
+async def test_a_declaration_the_agent_never_offers_is_one_warning_per_run(
+    armed: Telemetry, caplog: pytest.LogCaptureFixture
+) -> None:
+    armed.configure(check_column_types="warn")
+    ci.declare_tool("lun_mapings", result_columns=LUN_COLUMNS)  # a typo of the tool's name
+    with caplog.at_level("WARNING", logger="context_integrity"):
+        for _ in range(2):
+            agent, _model_used = _lun_agent()
+            await Runner.run(agent, "map")
+    warned = _unoffered_warnings(caplog)
+    assert len(warned) == 2, warned
+    assert all("'lun_mapings'" in w and "name_override" in w for w in warned)
+    assert all("offered: 'lun_mappings'" in w for w in warned)
+
+
+async def test_an_offered_declaration_is_not_warned_about_nor_one_offered_by_a_nested_run(
+    armed: Telemetry, caplog: pytest.LogCaptureFixture
+) -> None:
+    armed.configure(check_column_types="warn")
+    ci.declare_tool("lun_mappings", result_columns=LUN_COLUMNS)
+    inner, _ = _lun_agent("inner")
+    outer = Agent(
+        name="outer",
+        model=_model(
+            [function_call("ask_inner", {"input": "map"}, call_id="o1")], [assistant_message("done")]
+        ),
+        tools=[inner.as_tool("ask_inner", "Ask the storage agent.")],
+    )
+    with caplog.at_level("WARNING", logger="context_integrity"):
+        agent, _ = _lun_agent()
+        await Runner.run(agent, "map")
+        assert (await Runner.run(outer, "go")).final_output == "done"
+    assert _unoffered_warnings(caplog) == []
+
+
 async def test_ci_tool_under_function_tool_is_judged_once_under_the_sdks_name(armed: Telemetry) -> None:
     armed.configure(check_column_types="warn")
 

@@ -23,6 +23,7 @@ from ..contracts.errors import refuse
 from ..loop import Message, ModelResponse, RequestFrame, Role, ToolCall, ToolDefinition, content_text
 from ..telemetry.emit import record_internal_error
 from ..telemetry.setup import CONTRACTS
+from . import functions
 from .functions import declare_tool
 
 logger = logging.getLogger("context_integrity")
@@ -256,20 +257,13 @@ def declare_tools(tools: Iterable[object] | None, *, strict: bool) -> None:
 
 
 def warn_unoffered(agent_name: str, offered: Iterable[object]) -> None:
-    """One warning per run naming the declared tools this agent does not offer.
-
-    A declaration under a name the model never sees (the Python name of a tool LangChain
-    renamed, a typo) arms nothing, silently; this says so once, on the ``context_integrity`` logger.
-    """
+    """One warning per run naming the declared tools this agent does not offer."""
     names = {d.name for d in (definition(t) for t in offered) if d is not None}
-    if not names:
-        return
-    missing = sorted(CONTRACTS.names() - names - _renamed)
-    if missing:
-        logger.warning(
-            "context_integrity: agent %r does not offer the declared tool(s) %s, so nothing is judged "
-            'for them in this run; declare a LangChain tool under its LangChain name (@tool("name")).',
+    if names:
+        functions.warn_unoffered(
+            "LangChain",
             agent_name,
-            ", ".join(repr(m) for m in missing[:10])
-            + (f" and {len(missing) - 10} more" if len(missing) > 10 else ""),
+            names,
+            superseded=_renamed,
+            fix='declare a LangChain tool under its LangChain name (@tool("name")).',
         )

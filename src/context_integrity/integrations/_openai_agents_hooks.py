@@ -229,6 +229,7 @@ def _begin(agent: Any, given: object, kwargs: dict[str, Any], *, streamed: bool)
             adopt=adopt,
         )
         state.via_run_hooks = True
+        state.parent = outer
         state.streamed = streamed
         tokens = (_state.set(state), judged_by_host(_judged_here))
         kwargs["hooks"] = RunHooksWithJudge(hooks)

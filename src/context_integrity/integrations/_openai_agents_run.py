@@ -36,11 +36,14 @@ from ..telemetry.setup import CONTRACTS
 from ..telemetry.spans import foreign_current_span
 from . import _openai_agents_items as items
 from . import _openai_agents_mcp as _mcp
+from .functions import warn_unoffered
 
 GUARDRAIL_NAME: Final = "context_integrity"
 _MARK: Final = "__context_integrity_armed__"
 # The sentence the SDK's default failure handler gives the model for a tool that raised.
 _DEFAULT_FAILURE: Final = default_tool_error_function(None, Exception())  # type: ignore[arg-type]
+_UNOFFERED_FIX: Final = "the SDK's name is the function's name or function_tool(name_override=...)."
+_MAX_SUPERSEDED: Final = 1024
 
 
 class ToolCallFailed(Exception):
@@ -66,6 +69,11 @@ class _HostRun:
         self.tools: dict[str, ToolScope] = {}
         self.offered: dict[int, tuple[ToolDefinition, ...]] = {}
         self.calls: items.CallMemo = {}
+        # The tool names this run (and every run nested in it) offered the model; a nested run
+        # hands its names to the outer one, which warns once for the whole host run.
+        self.offered_names: set[str] = set()
+        self.requested = False
+        self.parent: _HostRun | None = None
         self._context: contextvars.Context | None = None
 
     def open(self, host_span: Any = None, *, in_place: bool = False) -> Run:
@@ -92,6 +100,7 @@ class _HostRun:
         self.tools.clear()
         for scope in open_tools:
             scope.fail(error or ToolCallUnfinished("the run ended before this tool call finished"))
+        self._account_offered()
         run = self.run
         if not self.owns or run is None:
             return
@@ -105,6 +114,16 @@ class _HostRun:
         else:
             end()
 
+    def _account_offered(self) -> None:
+        parent = self.parent
+        if parent is not None:
+            parent.offered_names |= self.offered_names
+            parent.requested = parent.requested or self.requested
+        elif self.requested:
+            warn_unoffered(
+                "Agents SDK", self.agent_name, self.offered_names, superseded=_superseded, fix=_UNOFFERED_FIX
+            )
+
 
 _state: contextvars.ContextVar[_HostRun | None] = contextvars.ContextVar(
     "context_integrity_openai_agents_run", default=None
@@ -115,6 +134,8 @@ _by_user_run: weakref.WeakKeyDictionary[Run, _HostRun] = weakref.WeakKeyDictiona
 _judged_here: set[str] = set()
 # FunctionTool is an unhashable dataclass: the tools we armed, by identity.
 _armed_tools: dict[int, weakref.ref[FunctionTool]] = {}
+# Python names of ``@ci.tool`` functions the SDK offers under another name (the declaration moved).
+_superseded: set[str] = set()
 
 
 def _current(*, from_agent_hooks: bool = False) -> _HostRun | None:
@@ -165,6 +186,8 @@ async def _llm_start(
             if isinstance(tool, FunctionTool):
                 arm(tool)
         tools = items.definitions_of(listed)
+    state.requested = True
+    state.offered_names.update(t.name for t in tools)
     model = items.model_name(agent.model)
     # The history is read only if a check at compose or choice will read it (each input read only
     # if some check asks for it); the instructions and offered tools always are.
@@ -284,8 +307,11 @@ def arm(tool: FunctionTool) -> None:
     if inner is not None:
         _judged_here.add(inner.name)
         # The SDK's name is the one the model calls: the declaration follows it.
-        if inner.name != tool.name and CONTRACTS.get(tool.name) is None:
-            CONTRACTS.declare(replace(inner, name=tool.name))
+        if inner.name != tool.name:
+            if len(_superseded) < _MAX_SUPERSEDED:
+                _superseded.add(inner.name)
+            if CONTRACTS.get(tool.name) is None:
+                CONTRACTS.declare(replace(inner, name=tool.name))
     setattr(tool, _MARK, True)
     key = id(tool)
 

@@ -13,13 +13,18 @@ import contextlib
 import contextvars
 import functools
 import inspect
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Set
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Set
 from typing import Any, Final, ParamSpec, TypeVar, overload
 
 from ..contracts import DeclarationError, ToolContract, define_contract
 from ..contracts.claims import ClaimsContract, define_claims
+from ..limits import MAX_ATTRIBUTE_CHARS
 from ..telemetry.run import ToolScope, unopened_call
 from ..telemetry.setup import CONTRACTS
+from ..text import clip
+
+logger = logging.getLogger("context_integrity")
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -191,6 +196,31 @@ def declare_tool(
     )
     CONTRACTS.declare(contract, replace=replace is True)
     return contract
+
+
+def warn_unoffered(
+    host: str, agent_name: str, offered: Iterable[str], *, superseded: Set[str], fix: str
+) -> None:
+    """One warning naming the declared tools this host run never offered, if any.
+
+    A declaration under a name the model never sees (a typo, the Python name of a tool the
+    framework renamed) arms nothing, silently; each integration calls this once per host run so
+    the ``context_integrity`` logger says so. ``superseded``: Python names a framework name
+    replaced (the declaration was moved, not lost); ``fix``: how this host names a tool.
+    """
+    seen = frozenset(offered)
+    missing = sorted(CONTRACTS.names() - seen - superseded)
+    if missing:
+        logger.warning(
+            "context_integrity: declared tool(s) %s are not offered by %s agent %r (offered: %s), so "
+            "nothing is judged for them in this run; a declaration is matched by the tool name the "
+            "model sees: %s",
+            clip(", ".join(map(repr, missing)), MAX_ATTRIBUTE_CHARS),
+            host,
+            agent_name,
+            clip(", ".join(map(repr, sorted(seen))) or "none", MAX_ATTRIBUTE_CHARS),
+            fix,
+        )
 
 
 def declare_claims(output_model: object, claims: object) -> ClaimsContract:

@@ -65,7 +65,7 @@ from ..telemetry.run import ModelCall, Run, ToolScope, current_run
 from ..telemetry.setup import CONTRACTS
 from ..telemetry.spans import AGENT, CHAT, TOOL, find_host_span
 from ..text import bounded_json, clip
-from .functions import contract_of, declare_tool, host_judges_call
+from .functions import contract_of, declare_tool, host_judges_call, warn_unoffered
 
 logger = logging.getLogger("context_integrity")
 
@@ -395,14 +395,14 @@ class ContextIntegrity(AbstractCapability[Any]):
     def _warn_unoffered(self) -> None:
         if not self._requested:
             return
-        unoffered = sorted(CONTRACTS.names() - self._offered - self._declared.superseded)
-        if unoffered:
-            logger.warning(
-                "context_integrity: declared tool(s) %s are not offered by this pydantic-ai run (offered: %s); "
-                "a declaration is matched by the tool name the model sees: check name= on the tool.",
-                clip(", ".join(map(repr, unoffered)), MAX_ATTRIBUTE_CHARS),
-                clip(", ".join(map(repr, sorted(self._offered))) or "none", MAX_ATTRIBUTE_CHARS),
-            )
+        judging = self._judging()
+        warn_unoffered(
+            "pydantic-ai",
+            judging.agent_name if judging is not None else "agent",
+            self._offered,
+            superseded=self._declared.superseded,
+            fix="check name= on the tool.",
+        )
 
     # ── compose and choice: the request as the model receives it ──
     def get_wrapper_model(self, model: Model) -> Model | None:
