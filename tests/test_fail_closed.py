@@ -24,9 +24,9 @@ from context_integrity.judge import seams as seams_module
 from context_integrity.judge.seams import unjudged_refusal
 from context_integrity.ledger import LedgerRow
 from context_integrity.telemetry import names
-from context_integrity.telemetry import run as run_module
+from context_integrity.telemetry import tool_call as tool_call_module
 from context_integrity.telemetry.emit import SpanEmitter
-from context_integrity.telemetry.run import CarryingExecutor
+from context_integrity.telemetry.run_context import CarryingExecutor
 
 BAD_ROWS = [{"lun": ""}]
 
@@ -123,7 +123,7 @@ def test_a_tool_span_that_cannot_open_still_refuses_in_enforce(
     def decorated() -> list[dict[str, Any]]:
         return BAD_ROWS
 
-    monkeypatch.setattr(run_module, "adopt_or_start", _boom)
+    monkeypatch.setattr(tool_call_module, "adopt_or_start", _boom)
     with ci.run("q") as agent_run:
         from_decorated = decorated()
         from_reported = agent_run.tool_result("luns", "c1", BAD_ROWS)

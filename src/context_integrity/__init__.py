@@ -35,8 +35,11 @@ if TYPE_CHECKING:
     from .judge import SetupError
     from .ledger import CheckerDeadError, LedgerRow
     from .loop import Message, ModelResponse, RequestFrame, ToolCall, ToolDefinition
-    from .telemetry.run import ModelCall, Run, carry_run, current_run, run
-    from .telemetry.setup import Instrumentation, flush, setup, shutdown
+    from .telemetry.instrumentation import Instrumentation
+    from .telemetry.model_call import ModelCall
+    from .telemetry.run import Run, run
+    from .telemetry.run_context import carry_run, current_run
+    from .telemetry.setup import flush, setup, shutdown
 
 # name -> the module that owns it
 _HOMES: dict[str, str] = {
@@ -44,7 +47,7 @@ _HOMES: dict[str, str] = {
     "setup": "telemetry.setup",
     "flush": "telemetry.setup",
     "shutdown": "telemetry.setup",
-    "Instrumentation": "telemetry.setup",
+    "Instrumentation": "telemetry.instrumentation",
     # declaring tools
     "tool": "integrations.functions",
     "declare_tool": "integrations.functions",
@@ -57,10 +60,10 @@ _HOMES: dict[str, str] = {
     "install_wire_reader": "integrations.wire",
     # runs and the loop protocol
     "run": "telemetry.run",
-    "current_run": "telemetry.run",
+    "current_run": "telemetry.run_context",
     "Run": "telemetry.run",
-    "ModelCall": "telemetry.run",
-    "carry_run": "telemetry.run",
+    "ModelCall": "telemetry.model_call",
+    "carry_run": "telemetry.run_context",
     "RequestFrame": "loop",
     "Message": "loop",
     "ToolDefinition": "loop",

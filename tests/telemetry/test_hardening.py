@@ -26,7 +26,7 @@ import context_integrity as ci
 from context_integrity.limits import MAX_ATTRIBUTE_CHARS, MAX_STACKTRACE_CHARS
 from context_integrity.telemetry import names
 from context_integrity.telemetry.emit import REDACTED
-from context_integrity.telemetry.run import ABANDONED
+from context_integrity.telemetry.run_summary import ABANDONED
 
 HUGE = 200_000
 SECRET = "sk-live-SECRET-0123456789"

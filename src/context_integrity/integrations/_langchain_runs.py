@@ -24,7 +24,8 @@ from typing_extensions import NotRequired
 
 from ..limits import MAX_OPEN_HOST_RUNS
 from ..telemetry.emit import record_internal_error
-from ..telemetry.run import Run, current_run
+from ..telemetry.run import Run
+from ..telemetry.run_context import current_run
 from . import _langchain_frames as frames
 from ._langchain_frames import declare_tools
 

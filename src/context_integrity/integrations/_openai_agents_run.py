@@ -31,9 +31,12 @@ from ..contracts import ToolContract, define_contract
 from ..loop import ToolDefinition
 from ..telemetry import names
 from ..telemetry.emit import record_internal_error
-from ..telemetry.run import ModelCall, Run, ToolScope, current_run
+from ..telemetry.model_call import ModelCall
+from ..telemetry.run import Run
+from ..telemetry.run_context import current_run
 from ..telemetry.setup import CONTRACTS
 from ..telemetry.spans import foreign_current_span
+from ..telemetry.tool_call import ToolScope
 from . import _openai_agents_items as items
 from . import _openai_agents_mcp as _mcp
 from .functions import warn_unoffered

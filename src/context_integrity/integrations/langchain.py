@@ -47,8 +47,9 @@ from ..judge.seams import unjudged_refusal
 from ..ledger import CheckerDeadError
 from ..loop import content_text
 from ..telemetry.emit import record_internal_error
-from ..telemetry.run import ModelCall, ToolScope
+from ..telemetry.model_call import ModelCall
 from ..telemetry.setup import CONTRACTS, current
+from ..telemetry.tool_call import ToolScope
 from . import _langchain_frames as frames
 from ._langchain_frames import METADATA_KEY, declare_tools
 from ._langchain_runs import (

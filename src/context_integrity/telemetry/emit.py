@@ -28,11 +28,11 @@ from ..loop import ExternalGrounding
 from ..text import bounded_json, clip, render_value
 from . import names
 from .attributes import finding_attributes
-from .setup import instrumentation_version
+from .instrumentation import instrumentation_version
 
 if TYPE_CHECKING:
     from ..judge import RunJudge
-    from .setup import Instrumentation
+    from .instrumentation import Instrumentation
 
 logger = logging.getLogger("context_integrity")
 

@@ -1,11 +1,11 @@
-"""Run and call lifecycle: :class:`Run` and :class:`ToolScope` (:class:`ModelCall` is in :mod:`.model_call`).
+"""The run lifecycle: :class:`Run`, an ``invoke_agent {agent}`` span with its judge and ledger.
 
-A run is an ``invoke_agent {agent}`` span with its judge and ledger; a model call is a ``chat
-{model}`` span judged at the compose and choice seams; a tool call is an ``execute_tool {tool}``
-span judged at the write seam. Each adopts the host's span where the host opened one
-(:mod:`.spans`) and puts what it finds on it through :mod:`.emit`. Every run ends with exactly one
-``context_integrity.disposition`` summary span under its run span: the span processor writes it
-when a run span of ours ends; for a host's run span, adopted, :class:`Run` writes it when it ends.
+A run opens the model calls (:mod:`.model_call`) and the tool calls (:mod:`.tool_call`) reported
+through it, and is this context's current run (:mod:`.run_context`) while it is open. It adopts the
+host's run span where the host opened one (:mod:`.spans`) and puts what it finds on it through
+:mod:`.emit`. Every run ends with exactly one ``context_integrity.disposition`` summary span under
+its run span (:mod:`.run_summary`): the span processor writes it when a run span of ours ends; for a
+host's run span, adopted, :class:`Run` writes it when it ends.
 
 Never break the host: every piece of our own work on the call path is wrapped, logged and
 recorded; the only exceptions that leave here are the caller's own, unchanged.
@@ -15,108 +15,43 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import functools
-import json
 import logging
 import threading
-import uuid
 import weakref
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from collections.abc import Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Final, ParamSpec, TypeVar
+from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind
 from opentelemetry.util.types import AttributeValue
 
-from ..contracts import ToolContract, define_contract
+from ..contracts import define_contract
 from ..contracts.toolsets import assert_suspension
 from ..findings import Finding
-from ..judge import Dials, RunJudge, SetupError
-from ..judge.dials import POSTURES, Posture
-from ..judge.seams import unjudged_refusal
+from ..judge import RunJudge, SetupError
 from ..ledger import CheckerDeadError, LedgerRow
-from ..limits import MAX_ATTRIBUTE_CHARS, MAX_PENDING_CALL_IDS, MAX_QUOTED_CHARS
+from ..limits import MAX_PENDING_CALL_IDS, MAX_QUOTED_CHARS
 from ..loop import RequestFrame
 from . import names
-from .emit import (
-    SpanEmitter,
-    content,
-    mark_refused,
-    record_internal_error,
-    record_judge_errors,
-    set_content,
-    wants_passes,
-)
+from .emit import SpanEmitter, content, record_internal_error, record_judge_errors, set_content, wants_passes
+from .instrumentation import CONTRACTS, Instrumentation
 from .model_call import ModelCall as ModelCall
-from .model_call import current_model_call as current_model_call
+from .posture import dials_in_force, tell_checker_dead
 from .processor import RunSummary
-from .setup import CONTRACTS, Instrumentation, current
-from .spans import AGENT, TOOL, HeldSpan, adopt_or_start, find_host_span, tool_call_id_of, tracer_of
+from .run_context import EnteredRun, open_runs, release_abandoned
+from .run_context import current_run as current_run
+from .run_summary import abandon, summary_of, weak_summary
+from .setup import current
+from .spans import AGENT, HeldSpan, adopt_or_start, tracer_of
+from .tool_call import ToolScope as ToolScope
+from .tool_call import arguments_mapping, call_id_text, unopened_call
 
-
-@dataclass(frozen=True, slots=True)
-class _Open:
-    """One entered run, as the context holds it: weakly, so a run dropped unexited can be collected.
-
-    ``otel_before`` is the trace context before the run made its span current, and ``span_id`` that
-    span: what the thread's context is restored to once the run is found abandoned.
-    """
-
-    ref: weakref.ref[Run]
-    otel_before: otel_context.Context
-    span_id: int | None
-    below: _Open | None
-
-
-_current_run: contextvars.ContextVar[_Open | None] = contextvars.ContextVar(
-    "context_integrity_run", default=None
-)
+# ModelCall, ToolScope and current_run have homes of their own; they stay importable from here,
+# where integrations/pydantic_ai.py reads them.
 
 logger = logging.getLogger("context_integrity")
-
-_DEFAULT_DIALS = Dials()
-
-# Set by the pytest plugin for a whole test session: every run is a dev run, whatever setup() said.
-_posture_override: Posture | None = None
-_dead_listeners: list[Callable[[CheckerDeadError], None]] = []
-
-# The outcome of a run entered and never exited, found when it was collected or at exit.
-ABANDONED: Final = "abandoned"
-
-
-def current_run() -> Run | None:
-    """The run open in this context, if any (a run dropped without exiting is not)."""
-    frame = _current_run.get()
-    while frame is not None:
-        found = frame.ref()
-        if found is not None:
-            return found
-        frame = frame.below
-    return None
-
-
-def _release_abandoned() -> None:
-    """Forget the runs this context entered and dropped, and give back the trace context they took.
-
-    Their summaries were written when they were collected (:func:`_abandon`); what is left is the
-    context: without this, the next run would nest under a run nobody will ever end.
-    """
-    frame = _current_run.get()
-    if frame is None or frame.ref() is not None:
-        return
-    restore: _Open | None = None
-    while frame is not None and frame.ref() is None:
-        restore, frame = frame, frame.below
-    _current_run.set(frame)
-    if restore is not None and restore.span_id is not None:
-        current = trace.get_current_span().get_span_context()
-        if current.span_id == restore.span_id:
-            otel_context.attach(restore.otel_before)
-
 
 _WARNED_GROUNDS: set[tuple[str, str]] = set()
 
@@ -143,215 +78,6 @@ def _warn_undeclared_grounds() -> None:
                 ground[:MAX_QUOTED_CHARS],
                 ground[:MAX_QUOTED_CHARS],
             )
-
-
-def _summary_of(judge: RunJudge | None, outcome: str) -> RunSummary:
-    ledger = judge.ledger if judge is not None else None
-    with judge.lock if judge is not None else contextlib.nullcontext():
-        rows = ledger.report() if ledger is not None else []
-        totals = ledger.totals() if ledger is not None else {}
-    return RunSummary(
-        rows=rows,
-        totals=totals,
-        posture=(judge.dials if judge is not None else _DEFAULT_DIALS).reported_posture(),
-        work_existed=judge.work_existed if judge is not None else False,
-        outcome=outcome,
-        dials=(judge.dials if judge is not None else _DEFAULT_DIALS).in_force(),
-    )
-
-
-def _abandon(judge: RunJudge | None, held: HeldSpan | None, inst: Instrumentation | None) -> None:
-    """A run entered and never exited was collected (or the process is exiting): end it as abandoned.
-
-    Runs from the garbage collector or at exit, on whatever thread: it touches no context, only
-    the run's own span and its summary. Never raises.
-    """
-    try:
-        if held is None:
-            return
-        if held.owned:
-            held.span.set_attribute(names.RUN_OUTCOME, ABANDONED)
-            held.span.end()  # the processor writes the summary, from the judge, as abandoned
-        elif inst is not None and inst.processor is not None:
-            inst.processor.emit_under(held.span.get_span_context(), _summary_of(judge, ABANDONED))
-    except Exception as ours:
-        record_internal_error(None, "ending an abandoned run", ours)
-
-
-def call_id_text(call_id: object) -> str | None:
-    """A call id as text: a host's odd id (a number, a list) is rendered, clipped; emission clips the rest."""
-    if call_id is None or isinstance(call_id, str):
-        return call_id
-    try:
-        return str(call_id)[:MAX_ATTRIBUTE_CHARS]
-    except Exception:
-        return None
-
-
-def arguments_mapping(arguments: object) -> Mapping[str, Any]:
-    """A call's arguments as a mapping, whatever the host handed over. Never raises.
-
-    A mapping is copied; JSON text of an object is parsed (frameworks carry arguments so); any
-    other value, JSON of a non-object included, is the one argument ``$``.
-    """
-    if arguments is None:
-        return {}
-    try:
-        if isinstance(arguments, Mapping):
-            return dict(arguments)
-        if isinstance(arguments, (str, bytes, bytearray)):
-            try:
-                parsed = json.loads(arguments)
-            except ValueError:
-                parsed = arguments
-            if isinstance(parsed, dict):
-                return parsed
-            return {"$": parsed}
-    except Exception:  # a mapping whose own methods raise: judged as the one value it is
-        pass
-    return {"$": arguments}
-
-
-def force_posture(posture: Posture | None) -> None:
-    """Make every run that begins from now on use ``posture`` (``None`` gives the dial back)."""
-    global _posture_override
-    if posture is not None and posture not in POSTURES:
-        raise SetupError(f"posture must be one of {', '.join(map(repr, POSTURES))} (got {posture!r}).")
-    _posture_override = posture
-
-
-def on_checker_dead(listener: Callable[[CheckerDeadError], None]) -> Callable[[], None]:
-    """Call ``listener`` with every :class:`CheckerDeadError` a run raises; returns the unsubscriber.
-
-    The pytest plugin listens, so a session fails even when the application swallows the error.
-    """
-    _dead_listeners.append(listener)
-    return lambda: _dead_listeners.remove(listener) if listener in _dead_listeners else None
-
-
-def _dials_in_force(inst: Instrumentation | None) -> Dials:
-    dials = inst.dials if inst is not None else _DEFAULT_DIALS
-    override = _posture_override
-    return dials if override is None or override == dials.posture else replace(dials, posture=override)
-
-
-class ToolScope:
-    """One tool call in flight: its span (ours or the host's), its judge and its call id.
-
-    ``host_span`` is the host's ``execute_tool`` span when an integration holds it; without it
-    the current span is adopted when it is the host's span for this very tool. Without
-    ``activate`` a span we start is not made current: for a host that opens the call in one task
-    and finishes it in another, where a context attached in the first cannot be detached.
-    """
-
-    __slots__ = ("_held", "arguments", "call_id", "contract", "inst", "judge", "span")
-
-    def __init__(
-        self,
-        contract: ToolContract,
-        arguments: Callable[[], Mapping[str, Any]],
-        *,
-        run: Run | None = None,
-        call_id: str | None = None,
-        host_span: Span | None = None,
-        activate: bool = True,
-    ) -> None:
-        self.contract = contract
-        self.arguments = arguments
-        self.inst = inst = current()
-        run = run if run is not None else current_run()
-        dials = _dials_in_force(inst)
-        # The host's span is found first: its own call id is preferred to one we would make up,
-        # and the id is one of the attributes a span of ours starts with.
-        adopted = find_host_span(TOOL, tool_name=contract.name, span=host_span)
-        given = call_id or (tool_call_id_of(adopted) if adopted is not None else None)
-        if run is not None and run.judge is not None:
-            self.judge = run.judge
-            self.call_id = run.take_call_id(contract.name, given)
-        else:
-            self.judge = RunJudge(CONTRACTS, dials, with_ledger=False)
-            self.judge.keep_passes = wants_passes(inst)
-            self.call_id = given or f"call_{uuid.uuid4().hex[:12]}"
-        self._held = held = adopt_or_start(
-            TOOL,
-            names.tool_span_name(contract.name),
-            tracer=tracer_of(inst),
-            kind=SpanKind.INTERNAL,
-            attributes={
-                names.GEN_AI_OPERATION_NAME: names.OPERATION_EXECUTE_TOOL,
-                names.GEN_AI_TOOL_NAME: contract.name,
-                names.GEN_AI_TOOL_CALL_ID: self.call_id,
-                names.GEN_AI_TOOL_TYPE: names.TOOL_TYPE_FUNCTION,
-            },
-            host=adopted,
-            tool_name=contract.name,
-            search=False,
-            activate=activate,
-        )
-        self.span = held.span
-
-    def fail(self, error: BaseException) -> None:
-        """The tool itself raised: record it, end the span; the caller re-raises it unchanged."""
-        try:
-            self._held.end(error)
-        except Exception as ours:
-            record_internal_error(None, "recording a tool's exception", ours)
-
-    def finish(self, result: Any) -> Any:
-        """Judge the result, attach findings, end the span, and return what the caller receives.
-
-        Fails closed: once the judge refused the result (or, armed to enforce, could not judge it),
-        the refusal is what the caller receives, whatever fails in telemetry afterwards.
-        """
-        refusal: str | None = None
-        try:
-            self._held.detach()
-            verdict = self.judge.write(self.contract.name, self.call_id, result, arguments=self.arguments)
-            refusal = verdict.refusal
-            if self.judge.internal_errors:
-                record_judge_errors(self.span, self.judge)
-            passes = self.judge.take_passes()
-            if verdict.findings or passes:  # the emitter is made only for a call that has something to say
-                emitter = SpanEmitter(self.span, self.inst)
-                emitter.findings(verdict.findings, tool_name=self.contract.name, call_id=self.call_id)
-                emitter.passes(passes)
-            if self.inst is not None and self.inst.capture_content:
-                owned = self._held.owned
-                set_content(self.span, names.GEN_AI_TOOL_CALL_ARGUMENTS, dict(self.arguments()), owned=owned)
-                set_content(self.span, names.GEN_AI_TOOL_CALL_RESULT, result, owned=owned)
-        except Exception as ours:
-            record_internal_error(self.span, "judging a tool result", ours)
-            if refusal is None and self.judge.enforces(self.contract.name):
-                refusal = unjudged_refusal(self.contract.name)
-        finally:
-            try:
-                if refusal is not None:
-                    mark_refused(self.span)
-                self._held.end()
-            except Exception as ours:
-                record_internal_error(None, "ending a tool span", ours)
-        return result if refusal is None else refusal
-
-
-def unopened_call(contract: ToolContract, error: BaseException) -> str | None:
-    """A tool call whose scope could not open: record it, count it, and say whether to refuse.
-
-    The call goes unjudged, so its run notes the write seam ``unreachable``; when enforce is armed
-    for a tool with declared columns, the caller must hand over the refusal, not the rows.
-    """
-    record_internal_error(None, "opening a tool span", error)
-    try:
-        agent_run = current_run()
-        judge = agent_run.judge if agent_run is not None else None
-        if judge is not None:
-            judge.note_unreachable("write", "opening a tool span", error)
-            return unjudged_refusal(contract.name) if judge.enforces(contract.name) else None
-        inst = current()
-        dials = inst.dials if inst is not None else _DEFAULT_DIALS
-        enforced = dials.check_column_types == "enforce" and bool(contract.result_columns)
-    except Exception:  # cannot tell whether enforce holds: a tool with columns fails closed
-        enforced = bool(contract.result_columns)
-    return unjudged_refusal(contract.name) if enforced else None
 
 
 class Run:
@@ -382,7 +108,7 @@ class Run:
         self._host_span = host_span
         self._held: HeldSpan | None = None
         self._inst: Instrumentation | None = None
-        self._run_token: contextvars.Token[_Open | None] | None = None
+        self._run_token: contextvars.Token[EnteredRun | None] | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
         self._pending_call_ids: dict[str, list[str]] = {}
         # The framework runs this one was written around (their own run spans), when there are any.
@@ -399,16 +125,16 @@ class Run:
     def _start(self) -> None:
         try:
             self._inst = inst = current()
-            _release_abandoned()
+            release_abandoned()
             _warn_undeclared_grounds()
-            self.judge = judge = RunJudge(CONTRACTS, _dials_in_force(inst))
+            self.judge = judge = RunJudge(CONTRACTS, dials_in_force(inst))
             judge.keep_passes = wants_passes(inst)
             judge.begin()
             if judge.dials.posture == "dev":
                 judge.run_canaries()
             # Current before its span opens: a span that cannot open must not orphan the run's tools.
             before = otel_context.get_current()
-            self._run_token = _current_run.set(_Open(weakref.ref(self), before, None, _current_run.get()))
+            self._run_token = open_runs.set(EnteredRun(weakref.ref(self), before, None, open_runs.get()))
             attributes: dict[str, AttributeValue] = {
                 names.GEN_AI_OPERATION_NAME: names.OPERATION_INVOKE_AGENT,
                 names.GEN_AI_AGENT_NAME: self.agent_name,
@@ -430,13 +156,13 @@ class Run:
             self.span = span = held.span
             record_judge_errors(span, judge)
             if held.owned and inst is not None and inst.processor is not None and span.is_recording():
-                inst.processor.expect(span.get_span_context().span_id, _weak_summary(self, judge))
+                inst.processor.expect(span.get_span_context().span_id, weak_summary(self, judge))
             # The same entry, now knowing its span; the first token still restores what was before.
             below = self._run_token.old_value if self._run_token is not None else None
-            below = below if isinstance(below, _Open) else None
-            _current_run.set(_Open(weakref.ref(self), before, span.get_span_context().span_id, below))
+            below = below if isinstance(below, EnteredRun) else None
+            open_runs.set(EnteredRun(weakref.ref(self), before, span.get_span_context().span_id, below))
             # A run dropped without exiting still ends, once, with its summary (outcome abandoned).
-            self._finalizer = weakref.finalize(self, _abandon, judge, held, inst)
+            self._finalizer = weakref.finalize(self, abandon, judge, held, inst)
         except Exception as ours:
             record_internal_error(self.span, "opening a run", ours)
 
@@ -457,7 +183,7 @@ class Run:
         if token is not None:
             # Reset from another context (a task that outlived its run): nothing to restore there.
             with contextlib.suppress(Exception):
-                _current_run.reset(token)
+                open_runs.reset(token)
         held = self._held
         if held is not None:
             try:
@@ -474,9 +200,7 @@ class Run:
             except Exception as ours:
                 record_internal_error(None, "ending a run", ours)
         if dead is not None:
-            for listener in list(_dead_listeners):
-                with contextlib.suppress(Exception):
-                    listener(dead)
+            tell_checker_dead(dead)
             # Dev posture asked for exactly this: a run whose check is dead fails loudly, after
             # its span and its ledger are on the record.
             raise dead
@@ -567,7 +291,7 @@ class Run:
         return format(self.span.get_span_context().trace_id, "032x")
 
     def summary(self) -> RunSummary:
-        return _summary_of(self.judge, self.outcome)
+        return summary_of(self.judge, self.outcome)
 
     # ── the loop protocol ──────────────────────────────────────────────
     def request(
@@ -700,57 +424,6 @@ def _rendered(output: object) -> str | None:
         return str(dump()) if callable(dump) else None
     except Exception:
         return None
-
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def carry_run(fn: Callable[P, R]) -> Callable[P, R]:
-    """``fn`` bound to the run (and the trace) open here, for work started on another thread.
-
-    ``asyncio.to_thread`` carries the context by itself; ``loop.run_in_executor``,
-    ``ThreadPoolExecutor.submit`` and ``threading.Thread`` do not, so a tool called there would
-    belong to no run. Wrap the function where the work is started::
-
-        loop.run_in_executor(None, ci.carry_run(lookup), "LUN-7")
-        pool.submit(ci.carry_run(lookup), "LUN-7")
-        threading.Thread(target=ci.carry_run(lookup), args=("LUN-7",)).start()
-
-    The context is captured when ``carry_run`` is called; each call runs in its own copy of it, so
-    one wrapped function may run on several threads at once.
-    """
-    captured = contextvars.copy_context()
-
-    @functools.wraps(fn)
-    def carried(*args: P.args, **kwargs: P.kwargs) -> R:
-        return captured.copy().run(fn, *args, **kwargs)
-
-    return carried
-
-
-class CarryingExecutor(ThreadPoolExecutor):
-    """A ``ThreadPoolExecutor`` whose every task runs in the context it was submitted from.
-
-    Install it as the loop's default executor (``loop.set_default_executor(CarryingExecutor())``)
-    and ``run_in_executor(None, ...)`` carries the run too. (Import it from this module.)
-    """
-
-    def submit(self, fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> Future[R]:
-        return super().submit(contextvars.copy_context().run, fn, *args, **kwargs)
-
-
-def _weak_summary(agent_run: Run, judge: RunJudge) -> Callable[[], RunSummary]:
-    """The run's summary source for the processor, holding the run weakly (so it can be collected)."""
-    ref = weakref.ref(agent_run)
-
-    def source() -> RunSummary:
-        alive = ref()
-        if alive is None or alive.outcome == "open":  # collected, or its span ended at exit unexited
-            return _summary_of(judge, ABANDONED)
-        return alive.summary()
-
-    return source
 
 
 def run(

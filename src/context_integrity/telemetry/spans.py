@@ -30,7 +30,7 @@ from . import names
 from .emit import clipped, mark_error
 
 if TYPE_CHECKING:
-    from .setup import Instrumentation
+    from .instrumentation import Instrumentation
 
 AGENT: Final = names.OPERATION_INVOKE_AGENT
 CHAT: Final = names.OPERATION_CHAT
@@ -55,9 +55,9 @@ def tracer_of(inst: Instrumentation | None) -> Tracer:
     """Our tracer: the one ``setup()`` made, else the global provider's."""
     if inst is not None:
         return inst.tracer
-    from .setup import VERSION
+    from .instrumentation import instrumentation_version
 
-    return trace.get_tracer(names.INSTRUMENTATION_NAME, VERSION)
+    return trace.get_tracer(names.INSTRUMENTATION_NAME, instrumentation_version())
 
 
 def _attributes(span: Span) -> Mapping[str, object]:

@@ -1,0 +1,73 @@
+"""A run's disposition summary, and the end of a run entered and never exited (abandoned).
+
+The summary is read from the run's judge. For a run of ours the span processor asks for it when the
+run span ends (:func:`weak_summary`, which holds the run weakly); a run dropped without exiting is
+ended by its finalizer (:func:`abandon`), its summary's outcome :data:`ABANDONED`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Final
+
+from ..judge import RunJudge
+from . import names
+from .emit import record_internal_error
+from .posture import DEFAULT_DIALS
+from .processor import RunSummary
+
+if TYPE_CHECKING:
+    from .instrumentation import Instrumentation
+    from .run import Run
+    from .spans import HeldSpan
+
+# The outcome of a run entered and never exited, found when it was collected or at exit.
+ABANDONED: Final = "abandoned"
+
+
+def summary_of(judge: RunJudge | None, outcome: str) -> RunSummary:
+    ledger = judge.ledger if judge is not None else None
+    with judge.lock if judge is not None else contextlib.nullcontext():
+        rows = ledger.report() if ledger is not None else []
+        totals = ledger.totals() if ledger is not None else {}
+    return RunSummary(
+        rows=rows,
+        totals=totals,
+        posture=(judge.dials if judge is not None else DEFAULT_DIALS).reported_posture(),
+        work_existed=judge.work_existed if judge is not None else False,
+        outcome=outcome,
+        dials=(judge.dials if judge is not None else DEFAULT_DIALS).in_force(),
+    )
+
+
+def abandon(judge: RunJudge | None, held: HeldSpan | None, inst: Instrumentation | None) -> None:
+    """A run entered and never exited was collected (or the process is exiting): end it as abandoned.
+
+    Runs from the garbage collector or at exit, on whatever thread: it touches no context, only
+    the run's own span and its summary. Never raises.
+    """
+    try:
+        if held is None:
+            return
+        if held.owned:
+            held.span.set_attribute(names.RUN_OUTCOME, ABANDONED)
+            held.span.end()  # the processor writes the summary, from the judge, as abandoned
+        elif inst is not None and inst.processor is not None:
+            inst.processor.emit_under(held.span.get_span_context(), summary_of(judge, ABANDONED))
+    except Exception as ours:
+        record_internal_error(None, "ending an abandoned run", ours)
+
+
+def weak_summary(agent_run: Run, judge: RunJudge) -> Callable[[], RunSummary]:
+    """The run's summary source for the processor, holding the run weakly (so it can be collected)."""
+    ref = weakref.ref(agent_run)
+
+    def source() -> RunSummary:
+        alive = ref()
+        if alive is None or alive.outcome == "open":  # collected, or its span ended at exit unexited
+            return summary_of(judge, ABANDONED)
+        return alive.summary()
+
+    return source

@@ -1,0 +1,191 @@
+"""One tool call in flight: :class:`ToolScope`, an ``execute_tool {tool}`` span judged at the write seam.
+
+The span is the host's where the host opened one (:mod:`.spans`); findings go on it through
+:mod:`.emit`. A call whose scope cannot open at all is settled by :func:`unopened_call`: unjudged,
+and refused when enforce holds for the tool. Never break the host: the only exceptions that leave a
+tool call are the tool's own, unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry.trace import Span, SpanKind
+
+from ..contracts import ToolContract
+from ..judge import RunJudge
+from ..judge.seams import unjudged_refusal
+from ..limits import MAX_ATTRIBUTE_CHARS
+from . import names
+from .emit import (
+    SpanEmitter,
+    mark_refused,
+    record_internal_error,
+    record_judge_errors,
+    set_content,
+    wants_passes,
+)
+from .instrumentation import CONTRACTS
+from .posture import DEFAULT_DIALS, dials_in_force
+from .run_context import current_run
+from .setup import current
+from .spans import TOOL, adopt_or_start, find_host_span, tool_call_id_of, tracer_of
+
+if TYPE_CHECKING:
+    from .run import Run
+
+
+def call_id_text(call_id: object) -> str | None:
+    """A call id as text: a host's odd id (a number, a list) is rendered, clipped; emission clips the rest."""
+    if call_id is None or isinstance(call_id, str):
+        return call_id
+    try:
+        return str(call_id)[:MAX_ATTRIBUTE_CHARS]
+    except Exception:
+        return None
+
+
+def arguments_mapping(arguments: object) -> Mapping[str, Any]:
+    """A call's arguments as a mapping, whatever the host handed over. Never raises.
+
+    A mapping is copied; JSON text of an object is parsed (frameworks carry arguments so); any
+    other value, JSON of a non-object included, is the one argument ``$``.
+    """
+    if arguments is None:
+        return {}
+    try:
+        if isinstance(arguments, Mapping):
+            return dict(arguments)
+        if isinstance(arguments, (str, bytes, bytearray)):
+            try:
+                parsed = json.loads(arguments)
+            except ValueError:
+                parsed = arguments
+            if isinstance(parsed, dict):
+                return parsed
+            return {"$": parsed}
+    except Exception:  # a mapping whose own methods raise: judged as the one value it is
+        pass
+    return {"$": arguments}
+
+
+class ToolScope:
+    """One tool call in flight: its span (ours or the host's), its judge and its call id.
+
+    ``host_span`` is the host's ``execute_tool`` span when an integration holds it; without it
+    the current span is adopted when it is the host's span for this very tool. Without
+    ``activate`` a span we start is not made current: for a host that opens the call in one task
+    and finishes it in another, where a context attached in the first cannot be detached.
+    """
+
+    __slots__ = ("_held", "arguments", "call_id", "contract", "inst", "judge", "span")
+
+    def __init__(
+        self,
+        contract: ToolContract,
+        arguments: Callable[[], Mapping[str, Any]],
+        *,
+        run: Run | None = None,
+        call_id: str | None = None,
+        host_span: Span | None = None,
+        activate: bool = True,
+    ) -> None:
+        self.contract = contract
+        self.arguments = arguments
+        self.inst = inst = current()
+        run = run if run is not None else current_run()
+        dials = dials_in_force(inst)
+        # The host's span is found first: its own call id is preferred to one we would make up,
+        # and the id is one of the attributes a span of ours starts with.
+        adopted = find_host_span(TOOL, tool_name=contract.name, span=host_span)
+        given = call_id or (tool_call_id_of(adopted) if adopted is not None else None)
+        if run is not None and run.judge is not None:
+            self.judge = run.judge
+            self.call_id = run.take_call_id(contract.name, given)
+        else:
+            self.judge = RunJudge(CONTRACTS, dials, with_ledger=False)
+            self.judge.keep_passes = wants_passes(inst)
+            self.call_id = given or f"call_{uuid.uuid4().hex[:12]}"
+        self._held = held = adopt_or_start(
+            TOOL,
+            names.tool_span_name(contract.name),
+            tracer=tracer_of(inst),
+            kind=SpanKind.INTERNAL,
+            attributes={
+                names.GEN_AI_OPERATION_NAME: names.OPERATION_EXECUTE_TOOL,
+                names.GEN_AI_TOOL_NAME: contract.name,
+                names.GEN_AI_TOOL_CALL_ID: self.call_id,
+                names.GEN_AI_TOOL_TYPE: names.TOOL_TYPE_FUNCTION,
+            },
+            host=adopted,
+            tool_name=contract.name,
+            search=False,
+            activate=activate,
+        )
+        self.span = held.span
+
+    def fail(self, error: BaseException) -> None:
+        """The tool itself raised: record it, end the span; the caller re-raises it unchanged."""
+        try:
+            self._held.end(error)
+        except Exception as ours:
+            record_internal_error(None, "recording a tool's exception", ours)
+
+    def finish(self, result: Any) -> Any:
+        """Judge the result, attach findings, end the span, and return what the caller receives.
+
+        Fails closed: once the judge refused the result (or, armed to enforce, could not judge it),
+        the refusal is what the caller receives, whatever fails in telemetry afterwards.
+        """
+        refusal: str | None = None
+        try:
+            self._held.detach()
+            verdict = self.judge.write(self.contract.name, self.call_id, result, arguments=self.arguments)
+            refusal = verdict.refusal
+            if self.judge.internal_errors:
+                record_judge_errors(self.span, self.judge)
+            passes = self.judge.take_passes()
+            if verdict.findings or passes:  # the emitter is made only for a call that has something to say
+                emitter = SpanEmitter(self.span, self.inst)
+                emitter.findings(verdict.findings, tool_name=self.contract.name, call_id=self.call_id)
+                emitter.passes(passes)
+            if self.inst is not None and self.inst.capture_content:
+                owned = self._held.owned
+                set_content(self.span, names.GEN_AI_TOOL_CALL_ARGUMENTS, dict(self.arguments()), owned=owned)
+                set_content(self.span, names.GEN_AI_TOOL_CALL_RESULT, result, owned=owned)
+        except Exception as ours:
+            record_internal_error(self.span, "judging a tool result", ours)
+            if refusal is None and self.judge.enforces(self.contract.name):
+                refusal = unjudged_refusal(self.contract.name)
+        finally:
+            try:
+                if refusal is not None:
+                    mark_refused(self.span)
+                self._held.end()
+            except Exception as ours:
+                record_internal_error(None, "ending a tool span", ours)
+        return result if refusal is None else refusal
+
+
+def unopened_call(contract: ToolContract, error: BaseException) -> str | None:
+    """A tool call whose scope could not open: record it, count it, and say whether to refuse.
+
+    The call goes unjudged, so its run notes the write seam ``unreachable``; when enforce is armed
+    for a tool with declared columns, the caller must hand over the refusal, not the rows.
+    """
+    record_internal_error(None, "opening a tool span", error)
+    try:
+        agent_run = current_run()
+        judge = agent_run.judge if agent_run is not None else None
+        if judge is not None:
+            judge.note_unreachable("write", "opening a tool span", error)
+            return unjudged_refusal(contract.name) if judge.enforces(contract.name) else None
+        inst = current()
+        dials = inst.dials if inst is not None else DEFAULT_DIALS
+        enforced = dials.check_column_types == "enforce" and bool(contract.result_columns)
+    except Exception:  # cannot tell whether enforce holds: a tool with columns fails closed
+        enforced = bool(contract.result_columns)
+    return unjudged_refusal(contract.name) if enforced else None
