@@ -37,19 +37,16 @@ from ..loop import RequestFrame
 from . import names
 from .emit import SpanEmitter, content, record_internal_error, record_judge_errors, set_content, wants_passes
 from .instrumentation import CONTRACTS, Instrumentation
-from .model_call import ModelCall as ModelCall
+from .model_call import ModelCall as ModelCall  # re-exported: integrations/pydantic_ai.py reads it here
 from .posture import dials_in_force, tell_checker_dead
 from .processor import RunSummary
 from .run_context import EnteredRun, open_runs, release_abandoned
-from .run_context import current_run as current_run
+from .run_context import current_run as current_run  # re-exported: integrations/pydantic_ai.py reads it here
 from .run_summary import abandon, summary_of, weak_summary
 from .setup import current
 from .spans import AGENT, HeldSpan, adopt_or_start, tracer_of
-from .tool_call import ToolScope as ToolScope
+from .tool_call import ToolScope as ToolScope  # re-exported: integrations/pydantic_ai.py reads it here
 from .tool_call import arguments_mapping, call_id_text, unopened_call
-
-# ModelCall, ToolScope and current_run have homes of their own; they stay importable from here,
-# where integrations/pydantic_ai.py reads them.
 
 logger = logging.getLogger("context_integrity")
 
