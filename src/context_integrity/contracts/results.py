@@ -210,17 +210,20 @@ _NOT_JUDGED: Final = object()
 
 
 def _mcp_fields(value: object) -> tuple[object, object, object] | None:
-    """(content, structured content, is-error) of an MCP ``CallToolResult`` or its wire dict, else None."""
+    """(content, structured content, is-error) of an MCP ``CallToolResult`` or its wire dict, else None.
+
+    The model's attributes are snake_case in the SDK's 2.x line and camelCase, like the wire, in
+    its 1.x line (which LangChain's MCP adapter still requires): both are read.
+    """
     if isinstance(value, Mapping):
         if "content" in value and ("isError" in value or "structuredContent" in value):
             return value.get("content"), value.get("structuredContent"), value.get("isError")
         return None
-    if is_model_class(type(value)) and hasattr(value, "content") and hasattr(value, "is_error"):
-        return (
-            getattr(value, "content", None),
-            getattr(value, "structured_content", None),
-            getattr(value, "is_error", None),
-        )
+    if not is_model_class(type(value)) or not hasattr(value, "content"):
+        return None
+    for structured, is_error in (("structured_content", "is_error"), ("structuredContent", "isError")):
+        if hasattr(value, is_error):
+            return getattr(value, "content", None), getattr(value, structured, None), getattr(value, is_error)
     return None
 
 

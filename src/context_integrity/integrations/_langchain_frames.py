@@ -23,7 +23,7 @@ from ..contracts.errors import refuse
 from ..loop import Message, ModelResponse, RequestFrame, Role, ToolCall, ToolDefinition, content_text
 from ..telemetry.emit import record_internal_error
 from ..telemetry.setup import CONTRACTS
-from . import functions
+from . import _langchain_mcp, functions
 from .functions import declare_tool
 
 logger = logging.getLogger("context_integrity")
@@ -230,7 +230,8 @@ def declare_tools(tools: Iterable[object] | None, *, strict: bool) -> None:
     """Declare every tool that carries its own declaration and is not declared yet.
 
     A ``BaseTool.metadata["context_integrity"]`` mapping is declared as ``declare_tool`` would;
-    a ``@ci.tool`` function inside a LangChain tool is declared again under the LangChain
+    a tool made by LangChain's MCP adapter is declared from what its server published; a
+    ``@ci.tool`` function inside a LangChain tool is declared again under the LangChain
     name, which is the name the model calls. A tool declared by name already keeps that
     declaration. ``strict`` (while an agent is being created) lets a bad declaration raise,
     naming the tool, the field and the fix; at run time it is logged and recorded instead.
@@ -242,6 +243,9 @@ def declare_tools(tools: Iterable[object] | None, *, strict: bool) -> None:
             metadata = tool.metadata
             if isinstance(metadata, Mapping) and METADATA_KEY in metadata:
                 _declare_from_metadata(tool, metadata[METADATA_KEY])
+                continue
+            if _langchain_mcp.is_adapter_tool(tool):
+                _langchain_mcp.declare(tool)  # what its MCP server published with it
                 continue
             contract = _wrapped_contract(tool)
             if contract is not None and contract.name != tool.name:

@@ -51,6 +51,7 @@ from ..telemetry.model_call import ModelCall
 from ..telemetry.setup import CONTRACTS, current
 from ..telemetry.tool_call import ToolScope
 from . import _langchain_frames as frames
+from . import _langchain_mcp
 from ._langchain_frames import METADATA_KEY, declare_tools
 from ._langchain_runs import (
     MIDDLEWARE_NAME,
@@ -344,9 +345,12 @@ def _open_scope(record: AgentRun, name: str, call: Any) -> ToolScope | None:
         return None
 
 
-def _deliver(record: AgentRun, scope: ToolScope, raw: Any, artifact_only: bool) -> Any:
+def _deliver(record: AgentRun, scope: ToolScope, raw: Any, artifact_only: bool, mcp: bool = False) -> Any:
     """What the tool hands LangChain: its raw value, or the refusal in its place."""
-    judged = raw[1] if artifact_only and isinstance(raw, tuple) and len(raw) == 2 else raw
+    if mcp:  # an MCP adapter's tool: its (content, artifact) pair is a CallToolResult
+        judged = _langchain_mcp.call_result(raw)
+    else:
+        judged = raw[1] if artifact_only and isinstance(raw, tuple) and len(raw) == 2 else raw
     with record.lock:
         delivered = scope.finish(judged)
     if delivered is judged:
@@ -376,6 +380,7 @@ def _judging_copy(tool: BaseTool) -> BaseTool:
     proxy: BaseTool = tool.model_copy(update=updates)
     run, arun = proxy._run, proxy._arun
     artifact_only = tool.response_format == "content_and_artifact"
+    mcp = _langchain_mcp.is_adapter_tool(tool)
     name = tool.name
 
     # functools.wraps keeps the signature: BaseTool.run reads _run's for run_manager and config.
@@ -392,7 +397,7 @@ def _judging_copy(tool: BaseTool) -> BaseTool:
         except BaseException as error:
             scope.fail(error)
             raise
-        return _deliver(current[0], scope, raw, artifact_only)
+        return _deliver(current[0], scope, raw, artifact_only, mcp)
 
     @functools.wraps(arun)
     async def judged_arun(*args: Any, **kwargs: Any) -> Any:
@@ -407,7 +412,7 @@ def _judging_copy(tool: BaseTool) -> BaseTool:
         except BaseException as error:
             scope.fail(error)
             raise
-        return _deliver(current[0], scope, raw, artifact_only)
+        return _deliver(current[0], scope, raw, artifact_only, mcp)
 
     object.__setattr__(proxy, "_run", judged_run)
     object.__setattr__(proxy, "_arun", judged_arun)

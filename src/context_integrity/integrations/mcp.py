@@ -44,6 +44,7 @@ __all__ = [
     "enforce",
     "ingest_client",
     "ingest_tools",
+    "read_tool",
     "serve_contracts",
     "tool_meta",
 ]
@@ -77,6 +78,30 @@ def _is_fastmcp(server: object) -> bool:
     return type(server).__module__.startswith("fastmcp")
 
 
+def _stamp_tool_manager(server: Any) -> None:
+    """The SDK's 1.x ``FastMCP`` has no middleware: its tool manager's listing is stamped instead.
+
+    ``FastMCP.list_tools`` reads each registered tool's ``meta`` from that listing, for tools
+    defined before or after this call.
+    """
+    manager = server._tool_manager
+    listed = manager.list_tools
+
+    def stamped() -> Any:
+        tools = listed()
+        try:
+            out = []
+            for info in tools:
+                meta = with_contract_meta(info.meta, CONTRACTS.get(info.name))
+                out.append(info if meta is None else info.model_copy(update={"meta": meta}))
+            return out
+        except Exception as ours:
+            record_internal_error(None, "publishing MCP tool contracts", ours)
+            return tools
+
+    manager.list_tools = stamped
+
+
 def serve_contracts(server: Any) -> Any:
     """Publish every declared tool's contract in the ``_meta`` of the tools ``server`` lists.
 
@@ -86,6 +111,8 @@ def serve_contracts(server: Any) -> Any:
         return server
     if _is_fastmcp(server):
         server.add_middleware(_fastmcp_middleware(serve=True, judge=False))
+    elif not hasattr(server, "middleware") and hasattr(server, "_tool_manager"):
+        _stamp_tool_manager(server)
     else:
 
         async def stamp(ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
@@ -124,7 +151,8 @@ def _judge_on_server(name: object, arguments: object, structured: object) -> str
 def _refusal_result(text: str) -> Any:
     import mcp.types as mt
 
-    return mt.CallToolResult(content=[mt.TextContent(type="text", text=text)], is_error=True)
+    # By the wire's own names, which both SDK lines validate (2.x's models also take snake_case).
+    return mt.CallToolResult.model_validate({"content": [{"type": "text", "text": text}], "isError": True})
 
 
 def enforce(server: Any) -> Any:
@@ -138,6 +166,8 @@ def enforce(server: Any) -> Any:
         return server
     if _is_fastmcp(server):
         server.add_middleware(_fastmcp_middleware(serve=False, judge=True))
+    elif not hasattr(server, "middleware") and hasattr(server, "_tool_manager"):
+        _judge_tool_manager(server)
     else:
 
         async def judge(ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
@@ -160,6 +190,30 @@ def enforce(server: Any) -> Any:
         server.middleware.append(judge)
     setattr(server, _MARK + "_enforce", True)
     return server
+
+
+def _judge_tool_manager(server: Any) -> None:
+    """The SDK's 1.x ``FastMCP``: its tool manager's calls are judged (it has no middleware).
+
+    A tool with an output schema comes back as ``(content blocks, structured content)``; an error
+    result returned in its place reaches the client unchanged (the SDK passes a ``CallToolResult``
+    through, output-schema validation included).
+    """
+    manager = server._tool_manager
+    call = manager.call_tool
+
+    async def judged(name: str, arguments: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        result = await call(name, arguments, *args, **kwargs)
+        try:
+            if isinstance(result, tuple) and len(result) == 2:
+                refusal = _judge_on_server(name, arguments, result[1])
+                if refusal is not None:
+                    return _refusal_result(refusal)
+        except Exception as ours:
+            record_internal_error(None, "judging an MCP tool result", ours)
+        return result
+
+    manager.call_tool = judged
 
 
 def _fastmcp_middleware(*, serve: bool, judge: bool) -> Any:
@@ -239,7 +293,21 @@ def ingest_tools(
     return declared
 
 
-def _ingest_one(tool: object, *, server: str, columns_from_schema: bool) -> ToolContract | None:
+def read_tool(
+    tool: object, *, server: str = "mcp", name: str | None = None, columns_from_output_schema: bool = False
+) -> ToolContract | None:
+    """One listed tool's contract, declared nowhere, under ``name`` (a framework's prefixed name)
+    or the tool's own; ``None`` when the tool has no name. Never raises."""
+    try:
+        return _ingest_one(tool, server=server, columns_from_schema=columns_from_output_schema, as_name=name)
+    except Exception as ours:
+        record_internal_error(None, "ingesting an MCP tool", ours)
+        return None
+
+
+def _ingest_one(
+    tool: object, *, server: str, columns_from_schema: bool, as_name: str | None = None
+) -> ToolContract | None:
     name = _field(tool, "name")
     if not isinstance(name, str) or not name.strip():
         return None
@@ -261,7 +329,7 @@ def _ingest_one(tool: object, *, server: str, columns_from_schema: bool) -> Tool
     input_schema = _field(tool, "input_schema", "inputSchema")
     description = _field(tool, "description")
     return define_contract(
-        name,
+        as_name or name,
         description=description if isinstance(description, str) else None,
         input_schema=input_schema if isinstance(input_schema, Mapping) else None,
         result_wrapped=wrapped_rows_schema(output_schema),
