@@ -30,11 +30,14 @@ import pytest
 from tests.conftest import Telemetry
 
 import context_integrity as ci
+from context_integrity.contracts import read_result
 from context_integrity.contracts.meta import META_KEY, WARNED
+from context_integrity.contracts.results import judged_value
 from context_integrity.telemetry import names
 from context_integrity.telemetry.setup import CONTRACTS
 
 try:
+    import mcp.types as mt
     from langchain.agents import create_agent
     from langchain_core.messages import AIMessage, ToolMessage
     from langchain_mcp_adapters.tools import load_mcp_tools
@@ -49,6 +52,7 @@ from opentelemetry.trace import StatusCode
 from tests.frameworks.test_langchain import QUESTION, ScriptedModel, call, kinds, scripted, tool_messages
 
 from context_integrity.integrations import langchain as integration
+from context_integrity.integrations import mcp as ci_mcp
 
 TOOL = "mcp_lun_mappings"
 LUN_ROWS = [{"logical_unit_number": ""}, {"logical_unit_number": 3}]
@@ -174,8 +178,22 @@ async def test_declarations_round_trip_under_the_prefixed_name_the_model_calls(
         assert paths.arguments_from == (TOOL,) and paths.result_kind == "dataset/rows"
         assert CONTRACTS.get(TOOL) is None, "declared under the name the model calls, only"
         _, delivered = await _ask(session, prefixed, server_name="storage", tool_name_prefix=True)
+        declared = await ci_mcp.ingest_client(session, server="storage")  # the explicit call, on 1.x
     assert delivered.status == "success"
     assert kinds(armed.one(names.tool_span_name(prefixed))) == ["column-type-mismatch"]
+    assert [c.name for c in declared if c.result_columns] == [TOOL]
+
+
+def test_the_sdk_1x_call_tool_result_is_judged_on_its_structured_content() -> None:
+    """SDK 1.x models name their fields as the wire does (``structuredContent``, ``isError``)."""
+    listed = mt.CallToolResult(
+        content=[mt.TextContent(type="text", text="rows")],
+        structuredContent={"result": LUN_ROWS},
+        isError=False,
+    )
+    assert read_result(judged_value(listed, wrapped=True)).rows == tuple(LUN_ROWS)
+    failed = mt.CallToolResult(content=[], structuredContent={"result": LUN_ROWS}, isError=True)
+    assert read_result(judged_value(failed, wrapped=True)).shape == "other"
 
 
 async def test_a_malformed_declaration_is_warned_about_once_and_the_tool_still_works(

@@ -16,7 +16,8 @@ tool is its own run, under that tool's span.
 The seams: compose is the ``ModelRequest`` as the innermost ``wrap_model_call`` receives it,
 which is what the model receives (an outer middleware's trimming included); choice is the
 ``AIMessage``'s tool calls with the model's call ids; write is the tool's raw return value,
-taken from a copy of the tool handed to LangChain, before LangChain turns it into text (an
+taken from a copy of the tool handed to LangChain, before LangChain turns it into text (for a
+tool LangChain's MCP adapter made, the call's structured content, see :mod:`._langchain_mcp`; an
 enforce refusal is what that copy returns, so the model, the host's callbacks and its tool
 message all carry the refusal and no rows); claim is the final answer or the structured
 response. LangChain has no OpenTelemetry of its own, so the ``invoke_agent``, ``chat`` and
