@@ -1,12 +1,13 @@
 """The column check's fast paths decide exactly what its general path decides.
 
-Plain dict rows take fused C-level reads (and a small rowset skips the per-column
-set-up); rows of one dataclass are read into records without a dict per row; a
-float column with a NaN picks its offenders out in C; ISO date strings are
-parsed with or without de-duplication as a sample suggests. The same rows as
-read-only mappings (``MappingProxyType``) take none of those paths, so they are
-the reference: for any rows and any declaration, every spelling of the rows
-files the same violations, the same missing columns and the same messages.
+Plain dict rows are proven clean cell by cell when there are few of them and by
+C-level passes over each column when there are more; rows of one dataclass are
+read into records without a dict per row; a float column with a NaN picks its
+offenders out in one pass; ISO date strings are parsed in C, as plain dates
+first. The same rows as read-only mappings (``MappingProxyType``) take none of
+those paths, so they are the reference: for any rows and any declaration, every
+spelling of the rows files the same violations, the same missing columns and
+the same messages.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from context_integrity.checks.column_types import check_column_types
+from context_integrity.checks.column_types import rows as column_rows
+from context_integrity.checks.column_types.values import all_iso_dates, is_iso_date
 from context_integrity.contracts import normalize_columns
 
 NAMES = ("a", "b", "c")
@@ -92,6 +95,111 @@ def test_long_columns_off_the_fast_path_are_judged_alike(nan_at: list[int], dist
     assert _verdict(rows, columns) == _verdict([MappingProxyType(row) for row in rows], columns)
 
 
+# Values that mostly pass, so that long columns reach the fast paths and only sometimes leave them.
+NEARLY_CLEAN = st.one_of(
+    st.integers(-3, 3),
+    st.floats(-1e6, 1e6),
+    st.sampled_from([1e308, -1e308, 10**400, math.nan, -math.inf]),  # sums that overflow or fail
+    st.sampled_from(["x", "2024-01-05", "2024-02-29", "2023-02-29", "2024-01-05T10:00:00", "20240105"]),
+    st.booleans(),
+    st.none(),
+    st.just(dt.date(2024, 1, 5)),
+    st.just(dt.datetime(2024, 1, 5, 10)),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    column=st.lists(NEARLY_CLEAN, min_size=1, max_size=6),
+    odd=st.lists(st.tuples(st.integers(0, 199), NEARLY_CLEAN), max_size=3),
+    length=st.sampled_from([1, column_rows._FEW_ROWS, column_rows._FEW_ROWS + 1, 200]),
+    declared=st.sampled_from(["number", "string", "boolean", "date"]),
+    nullable=st.booleans(),
+    drop=st.sampled_from([None, 0, 7]),
+)
+def test_few_and_many_rows_are_judged_alike(
+    column: list[object],
+    odd: list[tuple[int, object]],
+    length: int,
+    declared: str,
+    nullable: bool,
+    drop: int | None,
+) -> None:
+    # A short run of values, repeated to the length, with a few odd values planted: a column that
+    # is all one type (or two) most of the time, as real columns are, and both sides of the
+    # cell-by-cell limit.
+    values = [column[i % len(column)] for i in range(length)]
+    for at, value in odd:
+        values[at % length] = value
+    rows: list[dict[str, object]] = [{"a": value, "b": i} for i, value in enumerate(values)]
+    if drop is not None and drop < length:
+        del rows[drop]["a"]
+    columns = normalize_columns("t", {"a": {"type": declared, "nullable": nullable}, "b": "number"})
+    reference = _verdict([MappingProxyType(row) for row in rows], columns)
+    assert _verdict(rows, columns) == reference
+    if drop is None:
+        assert _verdict([Record(a=row["a"], b=row["b"], c=0) for row in rows], columns) == reference
+
+
+# Per column type, the values its column usually holds, nearly all passing: the fast paths' case.
+OF_ONE_KIND = {
+    "number": st.one_of(
+        st.integers(-3, 3), st.floats(-1e6, 1e6), st.sampled_from([math.nan, 1e308, 10**400])
+    ),
+    "date": st.one_of(
+        st.dates().map(dt.date.isoformat),
+        st.sampled_from(["2023-02-29", "2024-01-05T10:00:00", "x", "20240105"]),
+        st.just(dt.date(2024, 1, 5)),
+    ),
+    "string": st.one_of(st.text(max_size=3), st.just(b"x")),
+    "boolean": st.one_of(st.booleans(), st.just(1)),
+}
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(declared=st.sampled_from(sorted(OF_ONE_KIND)), data=st.data())
+def test_long_columns_of_one_kind_are_judged_alike(declared: str, data: st.DataObject) -> None:
+    kind = OF_ONE_KIND[declared]
+    common = data.draw(st.lists(kind, min_size=1, max_size=3))
+    odd = data.draw(st.lists(st.tuples(st.integers(0, 99), kind), max_size=2))
+    values = [common[i % len(common)] for i in range(column_rows._FEW_ROWS + 40)]
+    for at, value in odd:
+        values[at % len(values)] = value
+    rows = [{"a": value} for value in values]
+    columns = normalize_columns("t", {"a": declared})
+    assert _verdict(rows, columns) == _verdict([MappingProxyType(row) for row in rows], columns)
+
+
+DATE_TEXT = st.one_of(
+    st.text(alphabet="0123456789-T:.+Z W", max_size=26),
+    st.dates().map(dt.date.isoformat),
+    st.datetimes().map(dt.datetime.isoformat),
+    st.text(max_size=12),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=DATE_TEXT)
+def test_a_plain_date_parse_never_accepts_what_the_definition_refuses(text: str) -> None:
+    # The column of strings is first parsed with ``date.fromisoformat`` alone, in C: its "yes"
+    # must be the definition's "yes".
+    try:
+        dt.date.fromisoformat(text)
+    except ValueError:
+        return
+    assert is_iso_date(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(strings=st.lists(DATE_TEXT, max_size=90), repeat=st.booleans())
+def test_a_column_of_strings_is_all_dates_exactly_when_each_string_is(
+    strings: list[str], repeat: bool
+) -> None:
+    if repeat:  # repeated strings take the de-duplicating parse
+        strings = (strings * 20)[:200]
+    assert all_iso_dates(strings) == all(map(is_iso_date, strings))
+
+
 def test_a_defect_the_run_filed_is_counted_again_but_not_built_again(monkeypatch: pytest.MonkeyPatch) -> None:
     from context_integrity.checks import column_types
     from context_integrity.contracts import define_contract
@@ -99,14 +207,14 @@ def test_a_defect_the_run_filed_is_counted_again_but_not_built_again(monkeypatch
     from context_integrity.ledger import CheckId
 
     built: list[str] = []
-    real = column_types._mismatch_message
+    real = column_types.mismatch_message
 
     def counting(*args: object, **kwargs: object) -> str:
         message = real(*args, **kwargs)  # type: ignore[arg-type]
         built.append(message)
         return message
 
-    monkeypatch.setattr(column_types, "_mismatch_message", counting)
+    monkeypatch.setattr(column_types, "mismatch_message", counting)
     book = ContractBook()
     book.declare(define_contract("t", result_columns={"lun": "number"}))
     judge = RunJudge(book, Dials(check_column_types="enforce"))

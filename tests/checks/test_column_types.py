@@ -48,8 +48,6 @@ from pydantic import BaseModel, ConfigDict
 
 from context_integrity import COLUMN_TYPE_CEILING
 from context_integrity.checks.column_types import (
-    _ENFORCE_OUTCOME,
-    _WARN_OUTCOME,
     COLUMN_TYPES_CANARY,
     ColumnMode,
     ColumnTypeEncounter,
@@ -57,6 +55,7 @@ from context_integrity.checks.column_types import (
     check_column_types,
     column_types_canary,
 )
+from context_integrity.checks.column_types.sentences import ENFORCE_OUTCOME, WARN_OUTCOME
 from context_integrity.contracts import (
     COLUMN_TYPES,
     ColumnDeclaration,
@@ -651,9 +650,7 @@ def test_every_message_names_tool_column_call_ceiling_and_what_the_boundary_did(
     assert "'lun'" in finding.message
     assert "number" in finding.message
     assert CALL in finding.message
-    expected, other = (
-        (_WARN_OUTCOME, _ENFORCE_OUTCOME) if mode == "warn" else (_ENFORCE_OUTCOME, _WARN_OUTCOME)
-    )
+    expected, other = (WARN_OUTCOME, ENFORCE_OUTCOME) if mode == "warn" else (ENFORCE_OUTCOME, WARN_OUTCOME)
     assert expected in finding.message
     assert other not in finding.message
 
@@ -752,7 +749,7 @@ def test_a_bad_declaration_raises_declaration_error_naming_the_tool() -> None:
 def test_unknown_mode_behaves_as_warn() -> None:
     encounter = judge([{"lun": ""}], {"lun": "number"}, mode="refuse")  # type: ignore[arg-type]
     assert encounter.refusal is None
-    assert _WARN_OUTCOME in only_finding(encounter).message
+    assert WARN_OUTCOME in only_finding(encounter).message
 
 
 # ── The canary ──────────────────────────────────────────────────────────

@@ -239,10 +239,10 @@ def normalize_columns(tool_name: str, columns: object) -> tuple[NormalizedColumn
 
     Raises :class:`DeclarationError` naming the tool, the column and the fix.
     """
-    if is_model_class(columns):
-        return columns_from_model(tool_name, columns)  # type: ignore[arg-type]
     if type(columns) is tuple and columns and set(map(type, columns)) == _NORMALIZED:
         return columns  # already normalised: idempotent, so a contract's tuple can be handed back in
+    if is_model_class(columns):
+        return columns_from_model(tool_name, columns)  # type: ignore[arg-type]
     if not isinstance(columns, Mapping):
         raise _refuse(
             tool_name,

@@ -32,9 +32,8 @@ from __future__ import annotations
 import dataclasses
 import operator
 from collections.abc import Mapping
-from dataclasses import dataclass
 from itertools import islice
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Final, Literal, NamedTuple
 
 from .columns import is_model_class
 
@@ -92,8 +91,7 @@ def is_absence(value: object) -> bool:
     return isinstance(value, Absence)
 
 
-@dataclass(frozen=True, slots=True)
-class ResultReading:
+class ResultReading(NamedTuple):
     """What one tool result is, read once.
 
     For a rowset, ``rows`` holds each row as a mapping of column name to value:
@@ -106,6 +104,9 @@ class ResultReading:
     instance's own attribute dict, or ``columns`` holds, per field, every
     row's value in row order (read in one C-level pass) and ``rows`` is
     empty. ``row_count`` counts either way.
+
+    A named tuple rather than a frozen dataclass: one is made for every tool result, and a
+    frozen dataclass spends more on being made than the column check spends on ten clean rows.
     """
 
     shape: ResultShape
@@ -116,11 +117,11 @@ class ResultReading:
     # C-level pass into ``columns``, per field the values of every row (``rows`` then empty).
     fields: tuple[str, ...] | None = None
     columns: tuple[tuple[object, ...], ...] = ()
-    count: int = 0
+    column_length: int = 0  # how many rows ``columns`` holds
 
     @property
     def row_count(self) -> int:
-        return self.count if self.columns else len(self.rows)
+        return self.column_length if self.columns else len(self.rows)
 
     @property
     def is_rowset(self) -> bool:
@@ -235,6 +236,8 @@ def judged_value(value: object, *, wrapped: bool = False) -> object:
     result, or one with no structured content (only content blocks), is judged as nothing
     (not-applicable). Anything else is itself.
     """
+    if type(value) is list:
+        return value  # the common result: no list is a ``CallToolResult``
     try:
         fields = _mcp_fields(value)
         if fields is None:
@@ -290,6 +293,10 @@ def _reads_as_its_dict(row_type: type, fields: tuple[dataclasses.Field[object], 
     return True
 
 
+# ``vars`` as a C-level getter: the builtin takes its argument as a tuple, made anew for every row.
+_OWN_DICT: Final = operator.attrgetter("__dict__")
+
+
 def _records(row_type: type, elements: tuple[object, ...]) -> ResultReading | None:
     """Rows of one dataclass type, every field read in one C-level pass; ``None`` when a field is unset."""
     fields = dataclasses.fields(row_type)
@@ -300,7 +307,7 @@ def _records(row_type: type, elements: tuple[object, ...]) -> ResultReading | No
         # Each row's own attribute dict IS its row (read in place, never copied or written): the
         # rowset is then plain dicts and takes the fastest path. ``fields`` goes with them: an
         # attribute that is no field is never a column.
-        return ResultReading("rowset", tuple(map(vars, elements)), plain=True, fields=names)
+        return ResultReading("rowset", tuple(map(_OWN_DICT, elements)), plain=True, fields=names)
     getter = operator.attrgetter(*names)
     try:
         if len(names) == 1:
@@ -309,16 +316,21 @@ def _records(row_type: type, elements: tuple[object, ...]) -> ResultReading | No
             columns = tuple(zip(*map(getter, elements), strict=True))
     except AttributeError:  # a field never set: the row-by-row read says "absent key" for it
         return None
-    return ResultReading("rowset", fields=names, columns=columns, count=len(elements))
+    return ResultReading("rowset", fields=names, columns=columns, column_length=len(elements))
 
 
 def read_result(value: object) -> ResultReading:
     """Read a tool's own return value once: rowset, absence, other or unreadable. Never raises."""
     if type(value) is list:
-        # The common result, a list of plain dicts, decided before anything else is asked.
+        # The common result, a list of plain dicts, decided before anything else is asked. A dict
+        # without a "type" key is no content block, which spares the general look at the first row.
         elements: tuple[object, ...] = tuple(value)
-        if elements and set(map(type, elements)) == _PLAIN_ROWS and not is_content_block(elements[0]):
-            return ResultReading("rowset", elements, plain=True)  # type: ignore[arg-type]
+        if (
+            elements
+            and set(map(type, elements)) == _PLAIN_ROWS
+            and (dict.get(elements[0], "type") is None or not is_content_block(elements[0]))  # type: ignore[call-overload]
+        ):
+            return ResultReading("rowset", elements, True)  # type: ignore[arg-type]
     if isinstance(value, Absence):
         return ABSENCE
     if value is _NOT_JUDGED or not isinstance(value, (list, tuple)) or _is_record(value):

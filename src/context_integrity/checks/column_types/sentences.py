@@ -1,0 +1,169 @@
+"""The sentences of the column check: what a finding says, what a refusal says, the witnesses.
+
+:data:`COLUMN_TYPE_CEILING` is the one owner of what the check can never see; every finding
+quotes it verbatim.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+from ...contracts import NormalizedColumn
+from ...findings import Subject, Witness
+from ...limits import MAX_NAMED_IN_REFUSAL
+from ...text import plural
+from .rows import ColumnViolation
+
+__all__ = [
+    "COLUMN_TYPE_CEILING",
+    "ENFORCE_OUTCOME",
+    "WARN_OUTCOME",
+    "ColumnMode",
+    "mismatch_message",
+    "missing_message",
+    "refusal",
+    "result_value",
+    "witnesses",
+]
+
+COLUMN_TYPE_CEILING: Final[str] = (
+    "This check sees a value's type and never its meaning: it can tell that a column declared "
+    "number holds a string, but not that the value ought to have been 0 or that a 0.0 ought to "
+    "have been 8, so a column in which every value has the declared type passes and may still be wrong."
+)
+"""What the column check can never know. One owner; quoted verbatim into every finding."""
+
+ColumnMode = Literal["warn", "enforce"]
+"""``warn``: file findings, hand the rows over untouched. ``enforce``: also refuse the result."""
+
+
+# What the boundary did, stated in every finding rather than left to be assumed.
+WARN_OUTCOME: Final = (
+    "Warn mode: nothing was blocked, changed or retried; the model reads the rows exactly "
+    "as the tool returned them."
+)
+ENFORCE_OUTCOME: Final = (
+    "Enforce mode: the result was refused, and the model reads a corrective sentence in place of these rows."
+)
+
+
+def _outcome(mode: ColumnMode) -> str:
+    return ENFORCE_OUTCOME if mode == "enforce" else WARN_OUTCOME
+
+
+def _declared_words(column: NormalizedColumn) -> str:
+    return f"declared {column.type}" + (" (nullable)" if column.nullable else "")
+
+
+def _offender_phrase(violation: ColumnViolation) -> str:
+    if violation.got == "missing":
+        first = "a row without that key"
+    elif violation.got == "None":
+        first = "None"
+    else:
+        first = f"{violation.sample}, which is {violation.got}"
+    if violation.other_kinds:
+        return f"the first is {first}; others are {', '.join(violation.other_kinds)}"
+    return f"the first is {first}"
+
+
+def _nullable_hint(column: NormalizedColumn, violation: ColumnViolation) -> str:
+    # Named only when an offender is an ABSENCE: that is when the author may
+    # simply have meant "this column can be empty". A wrong-typed value is
+    # not excused by nullable, so suggesting it there would mislead.
+    if column.nullable or violation.absences == 0:
+        return ""
+    return (
+        f"If a row may legitimately have no {column.name!r}, declare the column with "
+        f"nullable=True (e.g. {{'type': {column.type!r}, 'nullable': True}}) and empty cells stop "
+        "counting. "
+    )
+
+
+def mismatch_message(
+    tool_name: str, column: NormalizedColumn, violation: ColumnViolation, call_id: str, mode: ColumnMode
+) -> str:
+    return (
+        f"Tool {tool_name!r} declares column {column.name!r} as {column.type}"
+        f"{' (nullable)' if column.nullable else ''}, but in {violation.rows} of "
+        f"{plural(violation.of_rows, 'row')} it holds something that is not a {column.type}; "
+        f"{_offender_phrase(violation)}. {_nullable_hint(column, violation)}"
+        f"{COLUMN_TYPE_CEILING} Call id {call_id}. {_outcome(mode)}"
+    )
+
+
+def missing_message(
+    tool_name: str, column: NormalizedColumn, of_rows: int, call_id: str, mode: ColumnMode
+) -> str:
+    where = (
+        "the one row it returned lacks it"
+        if of_rows == 1
+        else f"none of the {of_rows} rows it returned has it"
+    )
+    nullable_note = (
+        " (nullable=True lets a row leave the value empty; it does not excuse a column that never arrives)"
+        if column.nullable
+        else ""
+    )
+    return (
+        f"Tool {tool_name!r} declares column {column.name!r} ({column.type}), but {where}{nullable_note}. "
+        "No value was delivered to be mistyped, so the cause is in what fetches the rows rather than "
+        f"in what formats them. {COLUMN_TYPE_CEILING} Call id {call_id}. {_outcome(mode)}"
+    )
+
+
+def refusal(tool_name: str, violations: list[ColumnViolation], missing: list[str]) -> str:
+    problems: list[str] = []
+    for violation in violations[:MAX_NAMED_IN_REFUSAL]:
+        if violation.got == "missing":
+            first = "a row without the key"
+        elif violation.got == "None":
+            first = "None"
+        else:
+            first = f"{violation.sample}, which is {violation.got}"
+        problems.append(
+            f"{violation.column!r} is declared {violation.declared} but {violation.rows} of "
+            f"{plural(violation.of_rows, 'row')} hold something else, the first being {first}"
+        )
+    for name in missing[: max(0, MAX_NAMED_IN_REFUSAL - len(problems))]:
+        problems.append(f"{name!r} is declared but present in no row")
+    more = len(violations) + len(missing) - len(problems)
+    tail = f", and {more} more" if more > 0 else ""
+    return (
+        f"Result rejected: tool {tool_name!r} returned rows that do not match the columns it declares "
+        f"({'; '.join(problems)}{tail}); fix the tool so each column holds what it declares, or change "
+        "the declaration. No data was returned."
+    )
+
+
+def witnesses(
+    subject: Subject,
+    column: NormalizedColumn,
+    tool_name: str,
+    epoch: int,
+    result_value: str,
+    result_source: str,
+) -> tuple[Witness, Witness]:
+    return (
+        Witness(
+            subject=subject,
+            predicate=column.name,
+            value=_declared_words(column),
+            epoch=epoch,
+            stratum="asserted",
+            provenance=f"result_columns on tool {tool_name!r}, as its author declared it",
+        ),
+        Witness(
+            subject=subject,
+            predicate=column.name,
+            value=result_value,
+            epoch=epoch,
+            stratum="asserted",
+            provenance=result_source,
+        ),
+    )
+
+
+def result_value(violation: ColumnViolation) -> str:
+    held = " or ".join((violation.got, *violation.other_kinds))
+    return f"{violation.rows} of {plural(violation.of_rows, 'row')} hold {held} — first: {violation.sample}"
