@@ -34,7 +34,6 @@ from .values import (
     OFFENCE,
     VALID_OR_EMPTY_TYPES,
     Absent,
-    all_iso_dates,
     floats_finite,
     non_finite,
     strings_all_iso_dates,
@@ -239,11 +238,9 @@ def _settle(
                 # ``date.fromisoformat`` takes no string :func:`.values.is_iso_date` refuses.
                 deque(map(_dt.date.fromisoformat, map(cell, rows)), maxlen=0)
                 return None
-            except Exception:  # some string is not a plain date: the wider forms below
-                strings: list[str] = list(map(cell, rows))
-        else:
-            strings = [value for value in map(cell, rows) if type(value) is str]
-        if all_iso_dates(strings):
+            except Exception:  # some string is not a plain date: the wider forms, below
+                pass
+        if strings_all_iso_dates(list(map(cell, rows))):
             return None
     return _UNDECIDED
 
