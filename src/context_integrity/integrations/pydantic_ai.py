@@ -31,15 +31,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import inspect
-import logging
 import weakref
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from pydantic import BaseModel
 from pydantic_ai import Agent
 from pydantic_ai import messages as pm
 from pydantic_ai.capabilities import AbstractCapability
@@ -54,264 +51,36 @@ from pydantic_ai.run import AgentRunResult
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import RunContext
 from pydantic_ai.tools import ToolDefinition as PaiToolDefinition
-from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 
-from ..contracts import DeclarationError, ToolContract, define_contract
+from ..contracts import define_contract
 from ..ledger import CheckerDeadError
-from ..limits import MAX_ATTRIBUTE_CHARS
-from ..loop import Message, ModelResponse, RequestFrame, ToolCall, ToolDefinition, content_text
 from ..telemetry.emit import record_internal_error
 from ..telemetry.run import ModelCall, Run, ToolScope, current_run
 from ..telemetry.setup import CONTRACTS
 from ..telemetry.spans import AGENT, CHAT, TOOL, find_host_span
-from ..text import bounded_json, clip
-from .functions import contract_of, declare_tool, host_judges_call, warn_unoffered
+from ._pydantic_ai_declarations import METADATA_KEY, AgentDeclarations, declare_agent_tools
+from ._pydantic_ai_messages import MessageCache, answer_text, frame_of, response_of
+from .functions import host_judges_call, warn_unoffered
 
-logger = logging.getLogger("context_integrity")
+__all__ = [
+    "CAPABILITY_ID",
+    "METADATA_KEY",
+    "ContextIntegrity",
+    "MessageCache",
+    "answer_text",
+    "armed",
+    "declare_agent_tools",
+    "frame_of",
+    "instrument_all",
+    "response_of",
+    "uninstrument_all",
+]
 
 CAPABILITY_ID: Final = "context_integrity"
-# The key of a pydantic-ai tool's ``metadata`` holding its declaration.
-METADATA_KEY: Final = "context_integrity"
-# Exactly the fields declare_tool takes, read from it so the two never drift apart.
-_METADATA_FIELDS: Final = tuple(
-    p.name
-    for p in inspect.signature(declare_tool).parameters.values()
-    if p.kind is inspect.Parameter.KEYWORD_ONLY
-)
 
 # Runs this integration opened for a host run (as opposed to a ``ci.run`` the user wrote): a host
 # run found open around another host run is an outer agent whose tool runs an inner agent.
 _host_runs: weakref.WeakSet[Run] = weakref.WeakSet()
-
-
-# ── pydantic-ai messages to the judge's loop protocol ───────────────────
-
-
-def _user_content(content: object) -> object:
-    """A user prompt's content; a non-text part (an image, a file) stands as its type name only."""
-    if isinstance(content, str) or not isinstance(content, Sequence):
-        return content
-    return [item if isinstance(item, str) else f"<{type(item).__name__}>" for item in content]
-
-
-def _arguments(part: pm.ToolCallPart) -> Mapping[str, Any]:
-    try:
-        return part.args_as_dict()
-    except Exception:  # arguments that are not JSON: the call still happened, with nothing readable
-        return {}
-
-
-def _calls(parts: Sequence[object], outputs: frozenset[str] = frozenset()) -> tuple[ToolCall, ...]:
-    return tuple(
-        ToolCall(name=p.tool_name, call_id=p.tool_call_id, arguments=_arguments(p))
-        for p in parts
-        if isinstance(p, pm.ToolCallPart) and p.tool_name not in outputs
-    )
-
-
-def _request_messages(request: pm.ModelRequest, system: list[str]) -> list[Message]:
-    out: list[Message] = []
-    for part in request.parts:
-        if isinstance(part, pm.SystemPromptPart):
-            system.append(part.content)
-        elif isinstance(part, pm.UserPromptPart):
-            out.append(Message("user", _user_content(part.content)))
-        elif isinstance(part, pm.ToolReturnPart):
-            # Rendered here, once per run for each result (see MessageCache), as the judge would
-            # render it: the frame-reading checks read text, and a long run re-sends every result.
-            out.append(
-                Message(
-                    "tool",
-                    content_text(part.content),
-                    tool_name=part.tool_name,
-                    tool_call_id=part.tool_call_id,
-                )
-            )
-        elif isinstance(part, pm.RetryPromptPart):
-            out.append(
-                Message(
-                    "tool" if part.tool_name else "user",
-                    part.model_response(),
-                    tool_name=part.tool_name,
-                    tool_call_id=part.tool_call_id,
-                )
-            )
-        elif isinstance(part, pm.RetryFeedbackPart):
-            out.append(Message("user", getattr(part, "content", "")))
-    return out
-
-
-# One message as the judge reads it: its messages, and the system prompts it carried.
-_Converted = tuple[tuple[Message, ...], tuple[str, ...]]
-
-
-def _convert(message: pm.ModelMessage) -> _Converted:
-    system: list[str] = []
-    if isinstance(message, pm.ModelRequest):
-        return tuple(_request_messages(message, system)), tuple(system)
-    if isinstance(message, pm.ModelResponse):
-        text = "\n".join(p.content for p in message.parts if isinstance(p, pm.TextPart))
-        return (Message("assistant", text, tool_calls=_calls(message.parts)),), ()
-    return (), ()
-
-
-class MessageCache:
-    """Conversions of the messages a run already sent, by identity.
-
-    A run's history grows by a message or two per request and pydantic-ai sends the same message
-    objects again each time, so converting only the new ones keeps a long run linear. The newest
-    message is always converted afresh (it may still be filled in); an entry holds its message, so
-    an identity is never reused while it is cached; past the bound the cache starts over.
-    """
-
-    __slots__ = ("_entries",)
-
-    def __init__(self) -> None:
-        self._entries: dict[int, tuple[pm.ModelMessage, _Converted]] = {}
-
-    def convert(self, message: pm.ModelMessage, *, newest: bool) -> _Converted:
-        if newest:
-            return _convert(message)
-        entry = self._entries.get(id(message))
-        if entry is not None and entry[0] is message:
-            return entry[1]
-        converted = _convert(message)
-        if len(self._entries) >= MAX_CACHED_MESSAGES:
-            self._entries.clear()
-        self._entries[id(message)] = (message, converted)
-        return converted
-
-
-MAX_CACHED_MESSAGES: Final = 4096
-
-
-def frame_of(
-    messages: Sequence[pm.ModelMessage],
-    parameters: ModelRequestParameters,
-    model: str | None,
-    cache: MessageCache | None = None,
-) -> RequestFrame:
-    """The request as the model receives it: instructions, messages with tool results, tools offered."""
-    system: list[str] = []
-    out: list[Message] = []
-    latest_instructions: str | None = None
-    last = len(messages) - 1
-    for index, message in enumerate(messages):
-        converted, prompts = (
-            cache.convert(message, newest=index == last) if cache is not None else _convert(message)
-        )
-        out.extend(converted)
-        system.extend(prompts)
-        if isinstance(message, pm.ModelRequest):
-            latest_instructions = message.instructions or latest_instructions
-    parts = parameters.instruction_parts
-    if parts:
-        system.extend(p.content for p in parts if isinstance(p.content, str))
-    elif latest_instructions:
-        system.append(latest_instructions)
-    tools = tuple(
-        ToolDefinition(name=t.name, description=t.description, input_schema=t.parameters_json_schema)
-        for t in parameters.declared_function_tools
-    )
-    return RequestFrame(
-        messages=tuple(out), system="\n\n".join(s for s in system if s) or None, tools=tools, model=model
-    )
-
-
-def response_of(response: pm.ModelResponse, parameters: ModelRequestParameters) -> ModelResponse:
-    """The calls a response makes (the output tool is the answer, not a call) and its text."""
-    outputs = frozenset(t.name for t in parameters.output_tools)
-    text = "\n".join(p.content for p in response.parts if isinstance(p, pm.TextPart))
-    return ModelResponse(calls=_calls(response.parts, outputs), text=text or None)
-
-
-def answer_text(output: object) -> str:
-    """The final output as text: itself when a string, else its bounded JSON."""
-    if isinstance(output, str):
-        return output
-    try:
-        if isinstance(output, BaseModel):
-            plain: object = output.model_dump(mode="json")
-        elif dataclasses.is_dataclass(output) and not isinstance(output, type):
-            plain = dataclasses.asdict(output)
-        else:
-            plain = output
-        return bounded_json(plain, MAX_ATTRIBUTE_CHARS)
-    except Exception:
-        return clip(type(output).__name__, MAX_ATTRIBUTE_CHARS)
-
-
-# ── Declarations the agent carries ──────────────────────────────────────
-
-
-def _declaration_from_metadata(name: str, metadata: object) -> ToolContract | None:
-    if not isinstance(metadata, Mapping) or METADATA_KEY not in metadata:
-        return None
-    declared = metadata[METADATA_KEY]
-    if not isinstance(declared, Mapping):
-        raise DeclarationError(
-            f"Tool {name!r}: metadata[{METADATA_KEY!r}] is {type(declared).__name__}, not a mapping. "
-            f"Pass a dict with any of {', '.join(_METADATA_FIELDS)}."
-        )
-    unknown = [key for key in declared if key not in _METADATA_FIELDS]
-    if unknown:
-        raise DeclarationError(
-            f"Tool {name!r}: metadata[{METADATA_KEY!r}] has unknown field(s) {', '.join(map(repr, unknown))}. "
-            f"The fields are those of declare_tool: {', '.join(_METADATA_FIELDS)}."
-        )
-    fields = {key: declared[key] for key in _METADATA_FIELDS if key in declared}
-    return define_contract(name, **fields)
-
-
-def _function_tools(agent: object) -> list[tuple[str, Any]]:
-    """(framework name, pydantic-ai ``Tool``) for every function tool the agent itself carries."""
-    found: list[tuple[str, Any]] = []
-
-    def visit(toolset: AbstractToolset[Any]) -> None:
-        if isinstance(toolset, FunctionToolset):
-            found.extend(toolset.tools.items())
-
-    for toolset in getattr(agent, "toolsets", ()) or ():
-        if isinstance(toolset, AbstractToolset):
-            toolset.apply(visit)
-    return found
-
-
-@dataclass(slots=True)
-class _Declarations:
-    """What a run's agent declared, put in the book under the framework's tool names."""
-
-    functions: dict[str, object] = field(default_factory=dict)  # tool name -> the callable registered
-    superseded: set[str] = field(default_factory=set)  # python names a framework name replaced
-
-
-def declare_agent_tools(agent: object) -> _Declarations:
-    """Put the agent's own declarations in the book, under the names the model sees.
-
-    The declaration closest to the tool wins: its own ``metadata``, then a ``@ci.tool`` on the
-    function it runs (re-declared under the framework's name), then ``ci.declare_tool`` by name. A
-    bad metadata declaration is logged naming the tool, the field and the fix: at run time it
-    never raises.
-    """
-    out = _Declarations()
-    for name, pai_tool in _function_tools(agent):
-        function = getattr(pai_tool, "function", None)
-        out.functions[name] = function
-        try:
-            contract = _declaration_from_metadata(name, getattr(pai_tool, "metadata", None))
-        except DeclarationError as bad:
-            logger.error("context_integrity: %s (the tool is not judged until it is fixed)", bad)
-            continue
-        if contract is None:
-            decorated = contract_of(function)
-            if decorated is None:
-                continue
-            if decorated.name != name:
-                out.superseded.add(decorated.name)
-            contract = dataclasses.replace(decorated, name=name)
-        if CONTRACTS.get(name) != contract:
-            CONTRACTS.declare(contract)
-    return out
 
 
 # ── The capability ───────────────────────────────────────────────────────
@@ -323,7 +92,9 @@ class ContextIntegrity(AbstractCapability[Any]):
 
     id: str | None = CAPABILITY_ID
     _run: Run | None = field(default=None, init=False, repr=False, compare=False)
-    _declared: _Declarations = field(default_factory=_Declarations, init=False, repr=False, compare=False)
+    _declared: AgentDeclarations = field(
+        default_factory=AgentDeclarations, init=False, repr=False, compare=False
+    )
     _offered: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
     _requested: bool = field(default=False, init=False, repr=False, compare=False)
     _messages: MessageCache = field(default_factory=MessageCache, init=False, repr=False, compare=False)
