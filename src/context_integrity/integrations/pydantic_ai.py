@@ -58,6 +58,7 @@ from ..telemetry.emit import record_internal_error
 from ..telemetry.run import ModelCall, Run, ToolScope, current_run
 from ..telemetry.setup import CONTRACTS
 from ..telemetry.spans import AGENT, CHAT, TOOL, find_host_span
+from . import _pydantic_ai_mcp as _mcp
 from ._pydantic_ai_declarations import METADATA_KEY, AgentDeclarations, declare_agent_tools
 from ._pydantic_ai_messages import MessageCache, answer_text, frame_of, response_of
 from .functions import host_judges_call, warn_unoffered
@@ -138,7 +139,19 @@ class ContextIntegrity(AbstractCapability[Any]):
         return enclosing if enclosing is not None and enclosing.judge is not None else None
 
     async def wrap_run(self, ctx: RunContext[Any], *, handler: WrapRunHandler) -> AgentRunResult[Any]:
+        _mcp.patch()
+        # Before the run opens: its checks are armed once, from what is declared by then.
+        ingested = await _mcp.ingest_toolsets(ctx)
+        try:
+            return await self._judged_run(ctx, handler, ingested.renamed)
+        finally:
+            await _mcp.release(ingested.entered)
+
+    async def _judged_run(
+        self, ctx: RunContext[Any], handler: WrapRunHandler, renamed: set[str]
+    ) -> AgentRunResult[Any]:
         self._run = opened = self._open(ctx)
+        self._declared.superseded |= renamed  # offered under a prefix or a new name, not unoffered
         try:
             result = await handler()
         except BaseException as error:
@@ -224,15 +237,19 @@ class ContextIntegrity(AbstractCapability[Any]):
             return await handler(args)
         function = self._declared.functions.get(call.tool_name)
         try:
-            with host_judges_call(function):
+            with host_judges_call(function), _mcp.keeping() as kept:
                 raw = await handler(args)
         except BaseException as error:
             scope.fail(error)
             raise
         value = raw.return_value if isinstance(raw, pm.ToolReturn) else raw
-        delivered = scope.finish(value)
+        # An MCP tool is judged on its raw result (the rows are its structured content), not on
+        # what pydantic-ai made of it for the model.
+        judged = _mcp.judged_result(kept, value)
+        subject = value if judged is None else judged
+        delivered = scope.finish(subject)
         # A refusal replaces the whole return, extra content included: enforce never hands rows over.
-        return raw if delivered is value else delivered
+        return raw if delivered is subject else delivered
 
     def _tool_scope(self, call: pm.ToolCallPart, args: dict[str, Any]) -> ToolScope | None:
         run = self._judging()
@@ -355,3 +372,4 @@ def uninstrument_all() -> None:
     original, _original_iter = _original_iter, None
     if original is not None:
         setattr(Agent, "iter", original)  # noqa: B010
+    _mcp.unpatch()
