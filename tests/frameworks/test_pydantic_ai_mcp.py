@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tests.conftest import Telemetry
 
 import context_integrity as ci
@@ -59,6 +61,7 @@ from tests.frameworks.test_pydantic_ai import (
 from context_integrity.contracts.meta import META_KEY, WARNED
 from context_integrity.integrations import mcp as ci_mcp
 from context_integrity.integrations import pydantic_ai as integration
+from context_integrity.integrations._pydantic_ai_mcp import judged_result
 
 TOOL = "lun_mappings"
 BLOCKS_TOOL = "lun_blocks"
@@ -351,3 +354,37 @@ async def test_over_stdio_the_declarations_round_trip_and_arm_the_run(
     assert len(operation(armed, names.OPERATION_INVOKE_AGENT)) == 1
     # Listing before the run opened reused the run's connection: one server process, not two.
     assert (tmp_path / "starts").read_text().splitlines() == ["started"]
+
+
+# ── nothing a call hands back raises ─────────────────────────────────────
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+class _Raising:
+    @property
+    def content(self) -> object:
+        raise RuntimeError("a result whose own code raises")
+
+    structured_content = None
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    result=st.one_of(
+        _json,
+        st.just(_Raising()),
+        st.builds(
+            lambda s: mt.CallToolResult(content=[], structured_content=s),
+            st.dictionaries(st.text(max_size=5), _json),
+        ),
+    ),
+    returned=_json,
+)
+def test_no_kept_result_or_returned_value_raises(result: object, returned: object) -> None:
+    judged = judged_result([("t", result)], returned)
+    assert judged is None or isinstance(judged, mt.CallToolResult)

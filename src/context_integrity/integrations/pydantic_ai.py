@@ -18,6 +18,15 @@ Where each seam is fed from:
   the refusal sentence in the call's own tool-return part, never a retry prompt inviting the same call.
 - claim: the run's final output, typed when the agent has structured output.
 
+MCP tools (``pydantic_ai.mcp.MCPToolset``, see ``_pydantic_ai_mcp``): before the run opens, the
+tools of every MCP toolset it holds are listed and their ``_meta`` declarations ingested, so they
+arm the run like local ones; write judges the call's raw ``CallToolResult`` (its structured
+content), not what pydantic-ai made of it.
+
+The pieces: ``_pydantic_ai_messages`` reads the host's messages as the loop protocol,
+``_pydantic_ai_declarations`` the declarations on the agent's function tools, ``_pydantic_ai_mcp``
+its MCP toolsets; this module holds the capability and the arming.
+
 Declarations: ``@ci.tool`` above or below ``@agent.tool``/``tool_plain``, ``ci.declare_tool`` by
 name, or ``metadata={"context_integrity": {...}}`` on the pydantic-ai tool (the fields
 ``declare_tool`` takes). The framework's tool name wins over the Python function's.
