@@ -79,7 +79,7 @@ async def main() -> None:
     set_trace_processors([])  # the SDK's tracing stays on; its default uploader does not
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(_Discard()))
-    ci.setup(tracer_provider=provider, check_column_types="warn")
+    ci.setup(tracer_provider=provider, check_column_types="warn", instrument=())
     ci.declare_tool("read_rows", result_columns={"row": "number", "value": "number", "label": "string"})
     await _batch(False)
     await _batch(True)  # warm-up of both sides

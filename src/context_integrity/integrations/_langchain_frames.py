@@ -12,7 +12,7 @@ import dataclasses
 import inspect
 import json
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from langchain_core.messages import AIMessage, BaseMessage
@@ -24,6 +24,7 @@ from ..loop import Message, ModelResponse, RequestFrame, Role, ToolCall, ToolDef
 from ..telemetry.emit import record_internal_error
 from ..telemetry.setup import CONTRACTS
 from . import _langchain_mcp, functions
+from ._offered import SameTools
 from .functions import declare_tool
 
 logger = logging.getLogger("context_integrity")
@@ -137,13 +138,37 @@ def definition(tool: object) -> ToolDefinition | None:
     return made
 
 
+def _definitions_of(tools: tuple[object, ...]) -> tuple[ToolDefinition, ...]:
+    return tuple(d for d in (definition(t) for t in tools) if d is not None)
+
+
+# The definitions of the tools a request offers (every request of one agent offers the same).
+definitions: Final = SameTools(_definitions_of)
+
+
 class MessageCache:
     """Each LangChain message translated once per run: a request carries the whole history."""
 
-    __slots__ = ("_seen",)
+    __slots__ = ("_last", "_seen")
 
     def __init__(self) -> None:
         self._seen: dict[int, tuple[BaseMessage, Message]] = {}
+        # The previous request's messages and their translation: the next request usually
+        # repeats them as its prefix (same objects), so that part is reused without lookups.
+        self._last: tuple[tuple[BaseMessage, ...], tuple[Message, ...]] = ((), ())
+
+    def all(self, messages: Iterable[BaseMessage]) -> tuple[Message, ...]:
+        """The request's messages translated, reusing the previous request's common prefix."""
+        given = tuple(messages)
+        before, translated = self._last
+        shared = 0
+        for old, new in zip(before, given, strict=False):
+            if old is not new:
+                break
+            shared += 1
+        out = translated[:shared] + tuple(self(m) for m in given[shared:])
+        self._last = (given, out)
+        return out
 
     def __call__(self, m: BaseMessage) -> Message:
         hit = self._seen.get(id(m))
@@ -156,9 +181,7 @@ class MessageCache:
         return made
 
 
-def frame(
-    request: Any, translate: Callable[[BaseMessage], Message] | None = message, model: str | None = None
-) -> RequestFrame:
+def frame(request: Any, cache: MessageCache | None, model: str | None = None) -> RequestFrame:
     """The request the model receives: system prompt, messages, the tools offered.
 
     Read at the innermost middleware, so every trimming and edit an outer one made is in it.
@@ -166,11 +189,10 @@ def frame(
     "call" of one is the run's answer (the claim seam), not a tool call. Without ``translate``
     the messages are left out (no check will read them).
     """
-    tools = tuple(d for d in (definition(t) for t in request.tools or ()) if d is not None)
     return RequestFrame(
-        messages=tuple(translate(m) for m in request.messages) if translate is not None else (),
+        messages=cache.all(request.messages) if cache is not None else (),
         system=request.system_prompt,
-        tools=tools,
+        tools=definitions(request.tools),
         model=model or model_name(request.model),
     )
 

@@ -69,6 +69,8 @@ class AgentRun:
 
     def open(self, tools: Iterable[object] = ()) -> None:
         """Open the run once, after declaring the tools offered (arming reads declarations)."""
+        if self.opened:  # every model and tool call asks; only ever set to True, under the lock
+            return
         with self.lock:
             if self.opened or self.closed:
                 return

@@ -39,6 +39,7 @@ from ..telemetry.spans import foreign_current_span
 from ..telemetry.tool_call import ToolScope
 from . import _openai_agents_items as items
 from . import _openai_agents_mcp as _mcp
+from ._offered import SameTools
 from .functions import warn_unoffered
 
 GUARDRAIL_NAME: Final = "context_integrity"
@@ -184,11 +185,7 @@ async def _llm_start(
     # What this turn's get_all_tools offered (the run loop calls it just before); else ask for it.
     tools = state.offered.pop(id(agent), None)
     if tools is None:
-        listed = await agent.get_all_tools(context)
-        for tool in listed:
-            if isinstance(tool, FunctionTool):
-                arm(tool)
-        tools = items.definitions_of(listed)
+        tools = _offered_definitions(await agent.get_all_tools(context))
     state.requested = True
     state.offered_names.update(t.name for t in tools)
     model = items.model_name(agent.model)
@@ -324,7 +321,19 @@ def arm(tool: FunctionTool) -> None:
     _armed_tools[key] = weakref.ref(tool, forget)
 
 
+def _armed_definitions(tools: tuple[object, ...]) -> tuple[ToolDefinition, ...]:
+    for tool in tools:
+        if isinstance(tool, FunctionTool):
+            arm(tool)
+    return items.definitions_of(tools)
+
+
+# A turn's tools armed and read as definitions once while the turns offer the same tool objects.
+_offered_definitions: Final = SameTools(_armed_definitions)
+
+
 def disarm_all() -> None:
+    _offered_definitions.forget()
     for ref in list(_armed_tools.values()):
         tool = ref()
         if tool is None:
@@ -336,9 +345,7 @@ def disarm_all() -> None:
 
 def offered(agent: Any, tools: list[Any]) -> None:
     """The tools one turn offers: each armed, and kept as the frame's definitions for that turn."""
-    for tool in tools:
-        if isinstance(tool, FunctionTool):
-            arm(tool)
+    definitions = _offered_definitions(tools)
     state = _state.get()
     if state is not None:
-        state.offered[id(agent)] = items.definitions_of(tools)
+        state.offered[id(agent)] = definitions

@@ -30,6 +30,7 @@ makes them current). Tool calls of one response run on threads
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 import threading
 import types
@@ -118,6 +119,29 @@ def _ai_of(result: Any) -> tuple[AIMessage | None, object]:
     return None, None
 
 
+# LangChain wraps each middleware's wrap_* hook in LangSmith's ``traceable``, which reads the
+# hook's signature on every call, traced or not (once per model call and per tool call). Each
+# instance's hooks are functions whose signature is known in advance, so it is never re-parsed.
+_HOOKS: Final = ("wrap_model_call", "awrap_model_call", "wrap_tool_call", "awrap_tool_call")
+
+
+def _presigned(bound: Callable[..., Any]) -> Callable[..., Any]:
+    hook: Callable[..., Any]
+    if inspect.iscoroutinefunction(bound):
+
+        async def hook(request: Any, handler: Any) -> Any:
+            return await bound(request, handler)
+
+    else:
+
+        def hook(request: Any, handler: Any) -> Any:
+            return bound(request, handler)
+
+    functools.update_wrapper(hook, bound)
+    hook.__signature__ = inspect.signature(bound)  # type: ignore[union-attr]
+    return hook
+
+
 class ContextIntegrityMiddleware(AgentMiddleware[Any, Any, Any]):
     """Judges one LangChain agent at every seam: ``create_agent(..., middleware=[...,
     ContextIntegrityMiddleware()])``. Put it last, so it sees what the model receives.
@@ -131,6 +155,8 @@ class ContextIntegrityMiddleware(AgentMiddleware[Any, Any, Any]):
     def __init__(self) -> None:
         super().__init__()
         install_run_ends()
+        for hook in _HOOKS:
+            setattr(self, hook, _presigned(getattr(self, hook)))
 
     @property
     def name(self) -> str:
