@@ -12,6 +12,7 @@ Run: ``python benchmarks/run_all.py [name ...]`` (names filter the scripts, e.g.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import inspect
 import sys
@@ -64,7 +65,8 @@ def _rows(name: str, module: object, result: object) -> list[Measure]:
 def _call_main(module: object) -> object:
     main = module.main
     needed = [p for p in inspect.signature(main).parameters.values() if p.default is inspect.Parameter.empty]
-    return main(*([ROUNDS_DEFAULT] * len(needed)))
+    result = main(*([ROUNDS_DEFAULT] * len(needed)))
+    return asyncio.run(result) if inspect.iscoroutine(result) else result  # an async script's main()
 
 
 def main(argv: Sequence[str] = ()) -> list[Measure]:
