@@ -86,8 +86,10 @@ def main(argv: Sequence[str] = ()) -> list[Measure]:
     print("\n== all measures (ratio: median over interleaved rounds, min in brackets) ==")
     for _, measure in table:
         print(measure.line())
-    missed = [m for _, m in table if not m.met and m.median == m.median]
-    print(f"\n{len(table) - len(missed)} of {len(table)} measures within target")
+    unmeasured = [m for _, m in table if m.median != m.median]  # NaN: the script returned no ratio
+    within = [m for _, m in table if m.met and m.median == m.median]
+    print(f"\n{len(within)} of {len(table)} measures within target", end="")
+    print(f"; {len(unmeasured)} returned no ratio (see their lines)" if unmeasured else "")
     return [m for _, m in table]
 
 
