@@ -60,13 +60,6 @@ def host_judges_call(fn: object) -> Iterator[None]:
         _call_judged_by_host.reset(token)
 
 
-def _host_judges(wrapper: object) -> contextvars.Token[object | None] | None:
-    """If the host judges this call of ``wrapper``: consume the mark (nested calls are ours again)."""
-    if _call_judged_by_host.get() is not wrapper:
-        return None
-    return _call_judged_by_host.set(None)
-
-
 # The decorated tools whose calls a framework integration judges itself, at the host's own seam
 # (the function decorated under a framework's tool decorator): inside such a host run their
 # wrapper steps aside, so each call is judged once, under the name the framework gave it.
@@ -340,8 +333,8 @@ def tool(
 
             @functools.wraps(target)
             async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-                passing = _host_judges(async_wrapper)
-                if passing is not None:
+                if _call_judged_by_host.get() is async_wrapper:
+                    passing = _call_judged_by_host.set(None)  # consumed: nested calls are ours again
                     try:
                         return await async_target(*args, **kwargs)
                     finally:
@@ -362,8 +355,9 @@ def tool(
 
         @functools.wraps(target)
         def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-            passing = _host_judges(wrapper)
-            if passing is not None:
+            # The mark is read inline: this runs on every call, and almost never matches.
+            if _call_judged_by_host.get() is wrapper:
+                passing = _call_judged_by_host.set(None)  # consumed: nested calls are ours again
                 try:
                     return target(*args, **kwargs)
                 finally:

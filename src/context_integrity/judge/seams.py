@@ -218,8 +218,9 @@ class RunJudge:
             return self.ledger.report() if self.ledger is not None else []
 
     def next_call_id(self, tool_name: str) -> str:
-        with self.lock:
-            return f"{tool_name}-{next(self._call_ids)}"
+        # No lock: ``next`` of an ``itertools.count`` is one C call, atomic under the GIL, and
+        # this runs on every tool call.
+        return f"{tool_name}-{next(self._call_ids)}"
 
     # ── the seams ──────────────────────────────────────────────────────
     # Each seam is one encounter for every check armed there: it is noted exactly once per armed row,

@@ -403,6 +403,13 @@ class Run:
         A given id that the model announced is settled here too, so it can never be handed to a
         later call of the same tool.
         """
+        # Most calls have no announced id: that is seen without the lock (a dict read is atomic),
+        # and an id announced concurrently is one announced after this call, as it would be anyway.
+        if not self._pending_call_ids.get(tool_name):
+            if given:
+                return given
+            assert self.judge is not None
+            return self.judge.next_call_id(tool_name)
         with self._ids_lock:
             pending = self._pending_call_ids.get(tool_name)
             if given:

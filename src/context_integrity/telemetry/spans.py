@@ -15,7 +15,6 @@ its own span, as it always did.
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
@@ -108,16 +107,22 @@ def _is_this_tool(span: Span, tool_name: str) -> bool:
     return getattr(span, "name", None) in (tool_name, names.tool_span_name(tool_name))
 
 
-def find_host_span(operation: str, *, tool_name: str | None = None, span: Span | None = None) -> Span | None:
+def find_host_span(
+    operation: str,
+    *,
+    tool_name: str | None = None,
+    span: Span | None = None,
+    context: Context | None = None,
+) -> Span | None:
     """The host's span for ``operation``, or ``None`` when there is none to adopt.
 
     ``span`` is one an integration knows is the host's: taken as it is while it records. Otherwise
-    the current span, when it records, is not ours, stands for ``operation`` and (for a tool)
-    executes ``tool_name``.
+    the current span (of ``context``, the current context by default), when it records, is not
+    ours, stands for ``operation`` and (for a tool) executes ``tool_name``.
     """
     if span is not None:
         return span if span.is_recording() else None
-    current = trace.get_current_span()
+    current = trace.get_current_span(context)
     if not current.is_recording() or _is_ours(current) or operation_of(current) != operation:
         return None
     if operation == TOOL and tool_name is not None and not _is_this_tool(current, tool_name):
@@ -148,15 +153,19 @@ class HeldSpan:
         """Give back the context we made current, if we did; safe to call twice."""
         token, self._token = self._token, None
         if token is not None:
-            with contextlib.suppress(Exception):
+            # A plain try rather than ``contextlib.suppress``: this runs on every tool call.
+            try:  # noqa: SIM105
                 otel_context.detach(token)
+            except Exception:
+                pass
 
     def end(self, error: BaseException | None = None) -> None:
         """Detach, and end the span if it is ours (marked with ``error``).
 
         An adopted span, and an exception that ended its operation, are the host's to record.
         """
-        self.detach()
+        if self._token is not None:
+            self.detach()
         if self.owned:
             try:
                 if error is not None:
@@ -191,6 +200,25 @@ def adopt_or_start(
         if activate and trace.get_current_span() is not adopted:
             token = otel_context.attach(trace.set_span_in_context(adopted))
         return HeldSpan(adopted, owned=False, token=token)
-    span = tracer.start_span(name, context=parent, kind=kind, attributes=clipped(attributes))
+    return start_held(
+        tracer, name, kind=kind, attributes=clipped(attributes), parent=parent, activate=activate
+    )
+
+
+def start_held(
+    tracer: Tracer,
+    name: str,
+    *,
+    kind: SpanKind,
+    attributes: Mapping[str, AttributeValue],
+    parent: Context | None = None,
+    activate: bool = True,
+) -> HeldSpan:
+    """Start our span, with ``attributes`` already clipped (:func:`.emit.clipped`), and hold it.
+
+    A plain ``start_span`` and one context attach: ``start_as_current_span`` would wrap every
+    call in two generator-based context managers.
+    """
+    span = tracer.start_span(name, context=parent, kind=kind, attributes=attributes)
     token = otel_context.attach(trace.set_span_in_context(span)) if activate else None
     return HeldSpan(span, owned=True, token=token)

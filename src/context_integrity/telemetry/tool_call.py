@@ -8,17 +8,20 @@ tool call are the tool's own, unchanged.
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from opentelemetry import context as otel_context
 from opentelemetry.trace import Span, SpanKind
 
 from ..contracts import ToolContract
 from ..judge import RunJudge
 from ..judge.seams import unjudged_refusal
 from ..limits import MAX_ATTRIBUTE_CHARS
+from ..text import clip
 from . import names
 from .emit import (
     SpanEmitter,
@@ -32,7 +35,7 @@ from .instrumentation import CONTRACTS
 from .posture import DEFAULT_DIALS, dials_in_force
 from .run_context import current_run
 from .setup import current
-from .spans import TOOL, adopt_or_start, find_host_span, tool_call_id_of, tracer_of
+from .spans import TOOL, adopt_or_start, find_host_span, start_held, tool_call_id_of, tracer_of
 
 if TYPE_CHECKING:
     from .run import Run
@@ -97,34 +100,46 @@ class ToolScope:
         self.arguments = arguments
         self.inst = inst = current()
         run = run if run is not None else current_run()
-        dials = dials_in_force(inst)
         # The host's span is found first: its own call id is preferred to one we would make up,
         # and the id is one of the attributes a span of ours starts with.
-        adopted = find_host_span(TOOL, tool_name=contract.name, span=host_span)
+        # The current context, read once: where the host's span is looked for and ours goes.
+        here = otel_context.get_current()
+        adopted = find_host_span(TOOL, tool_name=contract.name, span=host_span, context=here)
         given = call_id or (tool_call_id_of(adopted) if adopted is not None else None)
         if run is not None and run.judge is not None:
             self.judge = run.judge
             self.call_id = run.take_call_id(contract.name, given)
         else:
-            self.judge = RunJudge(CONTRACTS, dials, with_ledger=False)
+            self.judge = RunJudge(CONTRACTS, dials_in_force(inst), with_ledger=False)
             self.judge.keep_passes = wants_passes(inst)
             self.call_id = given or f"call_{uuid.uuid4().hex[:12]}"
-        self._held = held = adopt_or_start(
-            TOOL,
-            names.tool_span_name(contract.name),
-            tracer=tracer_of(inst),
-            kind=SpanKind.INTERNAL,
-            attributes={
-                names.GEN_AI_OPERATION_NAME: names.OPERATION_EXECUTE_TOOL,
-                names.GEN_AI_TOOL_NAME: contract.name,
-                names.GEN_AI_TOOL_CALL_ID: self.call_id,
-                names.GEN_AI_TOOL_TYPE: names.TOOL_TYPE_FUNCTION,
-            },
-            host=adopted,
-            tool_name=contract.name,
-            search=False,
-            activate=activate,
-        )
+        if adopted is not None:
+            self._held = held = adopt_or_start(
+                TOOL,
+                "",
+                tracer=tracer_of(inst),
+                kind=SpanKind.INTERNAL,
+                attributes={},
+                host=adopted,
+                search=False,
+                activate=activate,
+            )
+        else:
+            span_name, tool_name = _static_of(contract.name)
+            # The attributes clipped as :func:`.emit.clipped` would: the static ones once per tool.
+            self._held = held = start_held(
+                tracer_of(inst),
+                span_name,
+                kind=SpanKind.INTERNAL,
+                attributes={
+                    names.GEN_AI_OPERATION_NAME: names.OPERATION_EXECUTE_TOOL,
+                    names.GEN_AI_TOOL_NAME: tool_name,
+                    names.GEN_AI_TOOL_CALL_ID: clip(self.call_id, MAX_ATTRIBUTE_CHARS),
+                    names.GEN_AI_TOOL_TYPE: names.TOOL_TYPE_FUNCTION,
+                },
+                parent=here,
+                activate=activate,
+            )
         self.span = held.span
 
     def fail(self, error: BaseException) -> None:
@@ -147,7 +162,7 @@ class ToolScope:
             refusal = verdict.refusal
             if self.judge.internal_errors:
                 record_judge_errors(self.span, self.judge)
-            passes = self.judge.take_passes()
+            passes = self.judge.take_passes() if self.judge.passes else ()
             if verdict.findings or passes:  # the emitter is made only for a call that has something to say
                 emitter = SpanEmitter(self.span, self.inst)
                 emitter.findings(verdict.findings, tool_name=self.contract.name, call_id=self.call_id)
@@ -168,6 +183,12 @@ class ToolScope:
             except Exception as ours:
                 record_internal_error(None, "ending a tool span", ours)
         return result if refusal is None else refusal
+
+
+@functools.lru_cache(maxsize=1024)
+def _static_of(tool_name: str) -> tuple[str, str]:
+    """What a tool's spans start with that no call changes: the span name, the clipped tool name."""
+    return names.tool_span_name(tool_name), clip(tool_name, MAX_ATTRIBUTE_CHARS)
 
 
 def unopened_call(contract: ToolContract, error: BaseException) -> str | None:
