@@ -123,7 +123,7 @@ def test_a_tool_span_that_cannot_open_still_refuses_in_enforce(
     def decorated() -> list[dict[str, Any]]:
         return BAD_ROWS
 
-    monkeypatch.setattr(tool_call_module, "adopt_or_start", _boom)
+    monkeypatch.setattr(tool_call_module, "start_held", _boom)  # where a tool span of ours starts
     with ci.run("q") as agent_run:
         from_decorated = decorated()
         from_reported = agent_run.tool_result("luns", "c1", BAD_ROWS)
