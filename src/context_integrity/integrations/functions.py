@@ -96,45 +96,44 @@ def _framework_tool_name(target: object) -> str | None:
     return name if isinstance(name, str) else ""
 
 
-def _open_call(contract: ToolContract, arguments: Callable[[], Mapping[str, Any]]) -> ToolScope | str | None:
+def _open_call(
+    contract: ToolContract, signature: inspect.Signature | None, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> ToolScope | str | None:
     """The call's scope; else the refusal to hand over (enforce cannot judge it); else ``None``."""
     if contract.name in _judged_by_host.get():
         return None
     try:
-        return ToolScope(contract, arguments)
+        # The arguments are bound only if a check (or capture_content) asks for them.
+        return ToolScope(contract, functools.partial(_arguments_of, signature, args, kwargs))
     except Exception as ours:
         return unopened_call(contract, ours)
 
 
-def _binder(
-    fn: Callable[..., Any],
-) -> Callable[[tuple[Any, ...], dict[str, Any]], Callable[[], Mapping[str, Any]]]:
-    """Arguments by parameter name, bound only if a check asks for them."""
+def _signature_of(fn: Callable[..., Any]) -> inspect.Signature | None:
     try:
-        signature: inspect.Signature | None = inspect.signature(fn)
+        return inspect.signature(fn)
     except (TypeError, ValueError):
-        signature = None
+        return None
 
-    def bind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Callable[[], Mapping[str, Any]]:
-        def arguments() -> Mapping[str, Any]:
-            if signature is None:
-                return dict(kwargs)
-            try:
-                bound = signature.bind_partial(*args, **kwargs)
-            except TypeError:
-                return dict(kwargs)
-            out: dict[str, Any] = {}
-            for key, value in bound.arguments.items():
-                kind = signature.parameters[key].kind
-                if kind is inspect.Parameter.VAR_KEYWORD and isinstance(value, Mapping):
-                    out.update(value)
-                elif key not in ("self", "cls"):
-                    out[key] = value
-            return out
 
-        return arguments
-
-    return bind
+def _arguments_of(
+    signature: inspect.Signature | None, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Mapping[str, Any]:
+    """A call's arguments by parameter name (``**kwargs`` spread, ``self``/``cls`` left out)."""
+    if signature is None:
+        return dict(kwargs)
+    try:
+        bound = signature.bind_partial(*args, **kwargs)
+    except TypeError:
+        return dict(kwargs)
+    out: dict[str, Any] = {}
+    for key, value in bound.arguments.items():
+        kind = signature.parameters[key].kind
+        if kind is inspect.Parameter.VAR_KEYWORD and isinstance(value, Mapping):
+            out.update(value)
+        elif key not in ("self", "cls"):
+            out[key] = value
+    return out
 
 
 def _refuse_unknown(where: str, tool_name: object, unknown: Mapping[str, object]) -> None:
@@ -323,7 +322,7 @@ def tool(
             result_kind=result_kind,
             replace=replace,
         )
-        bind = _binder(target)
+        signature = _signature_of(target)
         # A function that refuses attributes (a builtin, a slotted callable) is still declared by name.
         with contextlib.suppress(AttributeError, TypeError):
             setattr(target, CONTRACT_ATTRIBUTE, contract)
@@ -339,7 +338,7 @@ def tool(
                         return await async_target(*args, **kwargs)
                     finally:
                         _call_judged_by_host.reset(passing)
-                call = _open_call(contract, bind(args, kwargs))
+                call = _open_call(contract, signature, args, kwargs)
                 if not isinstance(call, ToolScope):
                     result = await async_target(*args, **kwargs)
                     return result if call is None else call
@@ -362,7 +361,7 @@ def tool(
                     return target(*args, **kwargs)
                 finally:
                     _call_judged_by_host.reset(passing)
-            call = _open_call(contract, bind(args, kwargs))
+            call = _open_call(contract, signature, args, kwargs)
             if not isinstance(call, ToolScope):
                 result = target(*args, **kwargs)
                 return result if call is None else call  # type: ignore[return-value]

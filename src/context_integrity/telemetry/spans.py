@@ -191,7 +191,8 @@ def adopt_or_start(
 
     Only a span we start gets ``attributes``: a host's span keeps what the host wrote. With
     ``activate`` the held span is made current until :meth:`HeldSpan.detach` (a span found
-    current already is). ``parent`` is where a span we start goes; the current context by default.
+    current already is). ``parent`` is where a span we start goes (and the context it is made
+    current in); the current context by default.
     """
     # ``search=False``: the caller looked already, and ``host`` is what it found (or ``None``).
     adopted = find_host_span(operation, tool_name=tool_name, span=host) if search else host
@@ -216,9 +217,10 @@ def start_held(
 ) -> HeldSpan:
     """Start our span, with ``attributes`` already clipped (:func:`.emit.clipped`), and hold it.
 
+    With ``activate`` it is made current in ``parent``'s context (the current one by default).
     A plain ``start_span`` and one context attach: ``start_as_current_span`` would wrap every
     call in two generator-based context managers.
     """
     span = tracer.start_span(name, context=parent, kind=kind, attributes=attributes)
-    token = otel_context.attach(trace.set_span_in_context(span)) if activate else None
+    token = otel_context.attach(trace.set_span_in_context(span, parent)) if activate else None
     return HeldSpan(span, owned=True, token=token)

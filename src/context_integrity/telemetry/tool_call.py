@@ -128,7 +128,7 @@ class ToolScope:
             span_name, tool_name = _static_of(contract.name)
             # The attributes clipped as :func:`.emit.clipped` would: the static ones once per tool.
             self._held = held = start_held(
-                tracer_of(inst),
+                inst.tracer if inst is not None else tracer_of(None),
                 span_name,
                 kind=SpanKind.INTERNAL,
                 attributes={
