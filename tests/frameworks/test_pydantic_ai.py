@@ -804,16 +804,3 @@ def test_an_agent_run_inside_a_tool_is_its_own_run_with_its_own_summary(telemetr
 def _disarmed_after() -> Iterator[None]:
     yield
     integration.uninstrument_all()
-
-
-@pytest.fixture(autouse=True)
-def _only_this_tests_declarations() -> Iterator[None]:
-    """The book is process-wide, and modules imported elsewhere declare tools of the same names."""
-    before = list(CONTRACTS)
-    for contract in before:
-        CONTRACTS.forget(contract.name)
-    yield
-    for name in CONTRACTS.names():
-        CONTRACTS.forget(name)
-    for contract in before:
-        CONTRACTS.declare(contract)
