@@ -527,6 +527,29 @@ async def test_an_offered_declaration_is_not_warned_about_nor_one_offered_by_a_n
     assert _unoffered_warnings(caplog) == []
 
 
+async def test_a_ci_tool_function_the_agent_does_not_offer_is_not_warned_about(
+    armed: Telemetry, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A plain @ci.tool function is judged by its own wrapper wherever it is called (a hand-written
+    loop beside the agent): the agent not offering it is no typo. A by-name declaration is."""
+    armed.configure(check_column_types="warn")
+
+    @ci.tool(result_columns=LUN_COLUMNS)
+    def array_inventory() -> list[dict[str, Any]]:
+        return []
+
+    with caplog.at_level("WARNING", logger="context_integrity"):
+        agent, _ = _lun_agent()
+        await Runner.run(agent, "map")
+    assert _unoffered_warnings(caplog) == []
+    ci.declare_tool("array_inventory", result_columns=LUN_COLUMNS, replace=True)
+    with caplog.at_level("WARNING", logger="context_integrity"):
+        agent, _ = _lun_agent()
+        await Runner.run(agent, "map")
+    (warned,) = _unoffered_warnings(caplog)
+    assert "'array_inventory'" in warned.split("(offered:")[0]
+
+
 async def test_ci_tool_under_function_tool_is_judged_once_under_the_sdks_name(armed: Telemetry) -> None:
     armed.configure(check_column_types="warn")
 

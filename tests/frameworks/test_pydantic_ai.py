@@ -57,7 +57,6 @@ from context_integrity.judge.seams import RunJudge
 from context_integrity.loop import frame_ground
 from context_integrity.telemetry import names
 from context_integrity.telemetry.pipeline import sdk_provider_of
-from context_integrity.telemetry.setup import CONTRACTS
 
 ROOT = Path(__file__).resolve().parents[2]
 LUN_ROWS = [

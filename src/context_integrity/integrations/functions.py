@@ -155,6 +155,11 @@ def _refuse_unknown(where: str, tool_name: object, unknown: Mapping[str, object]
     )
 
 
+# Names declared by ``@tool`` on a plain function. Its own wrapper judges every call wherever it is
+# made, so no host needs to offer it: a framework run that does not is no sign of a typo.
+_WRAPPED_NAMES: set[str] = set()
+
+
 def declare_tool(
     name: str,
     *,
@@ -187,6 +192,7 @@ def declare_tool(
         result_kind=result_kind,
     )
     CONTRACTS.declare(contract, replace=replace is True)
+    _WRAPPED_NAMES.discard(contract.name)
     return contract
 
 
@@ -198,10 +204,12 @@ def warn_unoffered(
     A declaration under a name the model never sees (a typo, the Python name of a tool the
     framework renamed) arms nothing, silently; each integration calls this once per host run so
     the ``context_integrity`` logger says so. ``superseded``: Python names a framework name
-    replaced (the declaration was moved, not lost); ``fix``: how this host names a tool.
+    replaced (the declaration was moved, not lost); ``fix``: how this host names a tool. Only
+    declarations that need a host to offer them count: ``@tool`` on a plain function is judged
+    by its own wrapper, so a process that also calls such functions itself is not warned about them.
     """
     seen = frozenset(offered)
-    missing = sorted(CONTRACTS.names() - seen - superseded)
+    missing = sorted(CONTRACTS.names() - seen - superseded - _WRAPPED_NAMES)
     if missing:
         logger.warning(
             "context_integrity: declared tool(s) %s are not offered by %s agent %r (offered: %s), so "
@@ -322,6 +330,7 @@ def tool(
             result_kind=result_kind,
             replace=replace,
         )
+        _WRAPPED_NAMES.add(contract.name)
         signature = _signature_of(target)
         # A function that refuses attributes (a builtin, a slotted callable) is still declared by name.
         with contextlib.suppress(AttributeError, TypeError):
