@@ -21,6 +21,9 @@ import context_integrity as ci
 from context_integrity import demo
 from context_integrity.telemetry.file_export import OtlpJsonLinesSpanExporter
 
+# Larger than any recording a benchmark writes (10,000 demo runs are about 150 MB).
+_NEVER_ROTATED = 1 << 40
+
 
 def demo_batches(batches: int, runs_per_batch: int, *, mode: str = "warn") -> Iterator[list[ReadableSpan]]:
     """Batches of the spans of ``runs_per_batch`` runs of the demo's scripted agent, in end order."""
@@ -49,8 +52,9 @@ def demo_spans(runs: int, *, mode: str = "warn") -> list[ReadableSpan]:
 
 def write_recording(path: Path, runs: int, *, runs_per_batch: int = 100) -> None:
     """A recording of ``runs`` demo runs, written by the library's own exporter one batch a line,
-    as the SDK's batch processor hands it over (about 500 spans a line)."""
-    exporter = OtlpJsonLinesSpanExporter(path)
+    as the SDK's batch processor hands it over (about 500 spans a line), into one file: it is never
+    rotated, which would leave only the records written since the last rotation to read."""
+    exporter = OtlpJsonLinesSpanExporter(path, max_bytes=_NEVER_ROTATED)
     for batch in demo_batches(max(runs // runs_per_batch, 1), runs_per_batch):
         exporter.export(batch)
     exporter.shutdown()

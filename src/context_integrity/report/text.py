@@ -333,8 +333,9 @@ def write_report(source: Recording | RecordingStream, out: TextIO, *, verbose: b
         out.write("\n")
     tally = _Tally()
     for run in runs:
-        out.write("\n".join(_run_lines(tally.runs + 1, run, verbose=verbose, tally=tally)))
-        out.write("\n")
+        lines = _run_lines(tally.runs + 1, run, verbose=verbose, tally=tally)
+        lines.append("")  # one write per run, ending in its newline
+        out.write("\n".join(lines))
     out.write("\n".join(_rest_lines(rest, verbose=verbose, tally=tally)))
     out.write("\n")
 
