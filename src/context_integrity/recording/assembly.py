@@ -123,8 +123,12 @@ class Assembler:
     def _owner(self, trace: _Trace, parent_id: str | None) -> tuple[str | None, str | None]:
         """The nearest run span above a span (open or handed out), or the parent id where the
         chain breaks (a span that is not in the recording)."""
+        if parent_id is None:
+            return None, None
+        if parent_id in trace.runs or parent_id in trace.done:
+            return parent_id, None  # the usual case: the span hangs right under its run
         seen: set[str] = set()
-        current = parent_id
+        current: str | None = parent_id
         while current is not None:
             if current in trace.runs or current in trace.done:
                 return current, None

@@ -282,7 +282,12 @@ class _Reader:
                 recording.spans += len(spans)
                 for span in spans:
                     try:
-                        read = read_span(number, as_object(span, "a span"), problem, details=details)
+                        read = read_span(
+                            number,
+                            span if type(span) is dict else as_object(span, "a span"),
+                            problem,
+                            details=details,
+                        )
                     except Malformed as error:
                         name = span.get("name") if type(span) is dict else None
                         label = f"span {clip(name, 60)!r}" if isinstance(name, str) else "a span"
