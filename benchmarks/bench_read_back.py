@@ -10,6 +10,8 @@ Then, side by side in one process over interleaved rounds (median and min):
 
 - the floor: streaming ``json.loads`` over the same lines (``for line in file``),
   which no reader of OTLP/JSON lines can go below;
+- the same parse with the cyclic collector paused around each ``json.loads``, as the
+  reader runs it (printed beside, so the collector's share of the gap is visible);
 - the report: what the command runs, ``write_report(RecordingStream(path), out)``
   with ``out`` the null device, so the whole report is rendered and written.
 
