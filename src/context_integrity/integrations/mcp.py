@@ -102,31 +102,54 @@ def _stamp_tool_manager(server: Any) -> None:
     manager.list_tools = stamped
 
 
+Middleware = Callable[[Any, Callable[[Any], Awaitable[Any]]], Awaitable[Any]]
+
+
+def _install_once(
+    server: Any,
+    mark: str,
+    *,
+    fastmcp: Callable[[], Any],
+    tool_manager: Callable[[Any], None],
+    middleware: Middleware,
+) -> Any:
+    """Hook ``server`` once (``mark`` says it is done), the way its kind allows: fastmcp's
+    middleware, the 1.x SDK ``FastMCP``'s tool manager (it has no middleware), or the 2.x SDK's
+    middleware list. Returns ``server``."""
+    if getattr(server, _MARK + mark, False):
+        return server
+    if _is_fastmcp(server):
+        server.add_middleware(fastmcp())
+    elif not hasattr(server, "middleware") and hasattr(server, "_tool_manager"):
+        tool_manager(server)
+    else:
+        server.middleware.append(middleware)
+    setattr(server, _MARK + mark, True)
+    return server
+
+
+async def _stamp_listing(ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
+    result = await call_next(ctx)
+    try:
+        if getattr(ctx, "method", None) == "tools/list":
+            _stamp_wire_tools(result)
+    except Exception as ours:
+        record_internal_error(None, "publishing MCP tool contracts", ours)
+    return result
+
+
 def serve_contracts(server: Any) -> Any:
     """Publish every declared tool's contract in the ``_meta`` of the tools ``server`` lists.
 
     One call per server, for tools defined before or after it; idempotent. Returns ``server``.
     """
-    if getattr(server, _MARK + "_serve", False):
-        return server
-    if _is_fastmcp(server):
-        server.add_middleware(_fastmcp_middleware(serve=True, judge=False))
-    elif not hasattr(server, "middleware") and hasattr(server, "_tool_manager"):
-        _stamp_tool_manager(server)
-    else:
-
-        async def stamp(ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
-            result = await call_next(ctx)
-            try:
-                if getattr(ctx, "method", None) == "tools/list":
-                    _stamp_wire_tools(result)
-            except Exception as ours:
-                record_internal_error(None, "publishing MCP tool contracts", ours)
-            return result
-
-        server.middleware.append(stamp)
-    setattr(server, _MARK + "_serve", True)
-    return server
+    return _install_once(
+        server,
+        "_serve",
+        fastmcp=lambda: _fastmcp_middleware(serve=True, judge=False),
+        tool_manager=_stamp_tool_manager,
+        middleware=_stamp_listing,
+    )
 
 
 # ── enforcing at the server ─────────────────────────────────────────────
@@ -155,6 +178,24 @@ def _refusal_result(text: str) -> Any:
     return mt.CallToolResult.model_validate({"content": [{"type": "text", "text": text}], "isError": True})
 
 
+async def _judge_call(ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
+    result = await call_next(ctx)
+    try:
+        if getattr(ctx, "method", None) != "tools/call" or not isinstance(result, Mapping):
+            return result
+        if result.get("isError") or "structuredContent" not in result:
+            return result
+        params = getattr(ctx, "params", None) or {}
+        refusal = _judge_on_server(
+            params.get("name"), params.get("arguments"), result.get("structuredContent")
+        )
+        if refusal is not None:
+            return _refusal_result(refusal)
+    except Exception as ours:
+        record_internal_error(None, "judging an MCP tool result", ours)
+    return result
+
+
 def enforce(server: Any) -> Any:
     """Judge every tool result ``server`` returns against its own contract, before it leaves.
 
@@ -162,34 +203,13 @@ def enforce(server: Any) -> Any:
     result whose text is the refusal sentence; with ``"warn"`` it passes through and the server's
     span carries the findings. Idempotent; returns ``server``.
     """
-    if getattr(server, _MARK + "_enforce", False):
-        return server
-    if _is_fastmcp(server):
-        server.add_middleware(_fastmcp_middleware(serve=False, judge=True))
-    elif not hasattr(server, "middleware") and hasattr(server, "_tool_manager"):
-        _judge_tool_manager(server)
-    else:
-
-        async def judge(ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
-            result = await call_next(ctx)
-            try:
-                if getattr(ctx, "method", None) != "tools/call" or not isinstance(result, Mapping):
-                    return result
-                if result.get("isError") or "structuredContent" not in result:
-                    return result
-                params = getattr(ctx, "params", None) or {}
-                refusal = _judge_on_server(
-                    params.get("name"), params.get("arguments"), result.get("structuredContent")
-                )
-                if refusal is not None:
-                    return _refusal_result(refusal)
-            except Exception as ours:
-                record_internal_error(None, "judging an MCP tool result", ours)
-            return result
-
-        server.middleware.append(judge)
-    setattr(server, _MARK + "_enforce", True)
-    return server
+    return _install_once(
+        server,
+        "_enforce",
+        fastmcp=lambda: _fastmcp_middleware(serve=False, judge=True),
+        tool_manager=_judge_tool_manager,
+        middleware=_judge_call,
+    )
 
 
 def _judge_tool_manager(server: Any) -> None:
