@@ -17,7 +17,7 @@ import importlib
 import inspect
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -69,9 +69,33 @@ def _call_main(module: object) -> object:
     return asyncio.run(result) if inspect.iscoroutine(result) else result  # an async script's main()
 
 
+def _fresh_declarations() -> Callable[[], None]:
+    """What puts the process-wide contract book back as it was before any script ran.
+
+    Each script declares its own tools, some under the demo's names with other contracts, and a
+    tool declared twice with different contracts is refused: every script starts from the same
+    book, and the demo modules are imported afresh so that their import-time declarations recur.
+    """
+    from context_integrity.telemetry.instrumentation import CONTRACTS
+
+    before = CONTRACTS.snapshot()
+
+    def restore() -> None:
+        CONTRACTS.restore(before)
+        package = sys.modules.get("context_integrity")
+        for module in [m for m in sys.modules if m.startswith("context_integrity.demo") or m == "_workload"]:
+            del sys.modules[module]
+            if package is not None and module.startswith("context_integrity."):
+                vars(package).pop(module.rpartition(".")[2], None)
+
+    return restore
+
+
 def main(argv: Sequence[str] = ()) -> list[Measure]:
     table: list[tuple[str, Measure]] = []
+    fresh_declarations = _fresh_declarations()
     for name in _scripts(argv):
+        fresh_declarations()
         print(f"\n== {name} ==", flush=True)
         began = time.perf_counter()
         try:
