@@ -44,6 +44,7 @@ from pydantic import BaseModel, Field
 
 import context_integrity as ci
 from context_integrity.integrations import SUPPORTED
+from context_integrity.integrations import _langchain_tools as tool_part
 from context_integrity.integrations import langchain as integration
 from context_integrity.judge.seams import unjudged_refusal
 from context_integrity.telemetry import names
@@ -512,7 +513,7 @@ def test_our_own_failures_never_reach_the_agent(armed: Telemetry, monkeypatch: p
         raise RuntimeError("a bug of ours")
 
     monkeypatch.setattr(integration.frames, "frame", broken)
-    monkeypatch.setattr(integration, "ToolScope", broken)
+    monkeypatch.setattr(tool_part, "ToolScope", broken)
     model = _script()
     result = create_agent(model, tools=[lun_tool()]).invoke({"messages": QUESTION})
     assert result["messages"][-1].content == "done"
@@ -521,16 +522,17 @@ def test_our_own_failures_never_reach_the_agent(armed: Telemetry, monkeypatch: p
     assert len(armed.summaries()) == 1
 
 
-@pytest.mark.parametrize("broken_part", ["ToolScope", "_judging_copy"])
+# The tool's span and judge (inside the judged copy), and making the judged copy at all.
+@pytest.mark.parametrize(("owner", "broken_part"), [(tool_part, "ToolScope"), (integration, "judging_copy")])
 def test_enforce_fails_closed_when_our_own_part_fails(
-    armed: Telemetry, monkeypatch: pytest.MonkeyPatch, broken_part: str
+    armed: Telemetry, monkeypatch: pytest.MonkeyPatch, owner: object, broken_part: str
 ) -> None:
     armed.configure(check_column_types="enforce")
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("a bug of ours")
 
-    monkeypatch.setattr(integration, broken_part, broken)
+    monkeypatch.setattr(owner, broken_part, broken)
     model = _script()
     result = create_agent(model, tools=[lun_tool()]).invoke({"messages": QUESTION})
     assert result["messages"][-1].content == "done"

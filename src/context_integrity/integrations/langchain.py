@@ -16,7 +16,7 @@ tool is its own run, under that tool's span.
 The seams: compose is the ``ModelRequest`` as the innermost ``wrap_model_call`` receives it,
 which is what the model receives (an outer middleware's trimming included); choice is the
 ``AIMessage``'s tool calls with the model's call ids; write is the tool's raw return value,
-taken from a copy of the tool handed to LangChain, before LangChain turns it into text (for a
+taken from a copy of the tool handed to LangChain (:mod:`._langchain_tools`), before LangChain turns it into text (for a
 tool LangChain's MCP adapter made, the call's structured content, see :mod:`._langchain_mcp`; an
 enforce refusal is what that copy returns, so the model, the host's callbacks and its tool
 message all carry the refusal and no rows); claim is the final answer or the structured
@@ -41,19 +41,14 @@ from typing import Any, Final, cast
 from langchain.agents import factory
 from langchain.agents.middleware import AgentMiddleware
 from langchain.agents.middleware.types import ModelResponse as LcModelResponse
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import BaseTool
 
-from ..contracts import define_contract
-from ..judge.seams import unjudged_refusal
 from ..ledger import CheckerDeadError
 from ..loop import content_text
 from ..telemetry.emit import record_internal_error
 from ..telemetry.model_call import ModelCall
-from ..telemetry.setup import CONTRACTS, current
-from ..telemetry.tool_call import ToolScope
 from . import _langchain_frames as frames
-from . import _langchain_mcp
 from ._langchain_frames import METADATA_KEY, declare_tools
 from ._langchain_runs import (
     MIDDLEWARE_NAME,
@@ -69,6 +64,7 @@ from ._langchain_runs import (
     remove_run_ends,
     tool_call_var,
 )
+from ._langchain_tools import judging_copy, refused, tool_name_of, withheld
 
 __all__ = [
     "METADATA_KEY",
@@ -280,15 +276,15 @@ class ContextIntegrityMiddleware(AgentMiddleware[Any, Any, Any]):
             if record is None or record.closed or not isinstance(tool, BaseTool):
                 return None
             record.open()
-            return record, request.override(tool=_judging_copy(tool))
+            return record, request.override(tool=judging_copy(tool))
         except Exception as ours:
             record_internal_error(None, "preparing a LangChain tool call", ours)
-            return _withheld(record, _tool_name(request)) if record is not None else None
+            return withheld(record, tool_name_of(request)) if record is not None else None
 
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         prepared = self._tool_request(request)
         if isinstance(prepared, str):
-            return _refused(handler(request), prepared)
+            return refused(handler(request), prepared)
         if prepared is None:
             return handler(request)
         record, judged = prepared
@@ -303,7 +299,7 @@ class ContextIntegrityMiddleware(AgentMiddleware[Any, Any, Any]):
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
         prepared = self._tool_request(request)
         if isinstance(prepared, str):
-            return _refused(await handler(request), prepared)
+            return refused(await handler(request), prepared)
         if prepared is None:
             return await handler(request)
         record, judged = prepared
@@ -314,139 +310,6 @@ class ContextIntegrityMiddleware(AgentMiddleware[Any, Any, Any]):
         finally:
             tool_call_var.reset(call)
             enclosing.reset(token)
-
-
-def _tool_name(request: Any) -> str:
-    try:
-        name = request.tool_call.get("name")
-    except Exception:
-        return ""
-    return name if isinstance(name, str) else ""
-
-
-def _withheld(record: AgentRun | None, name: str) -> str | None:
-    """The refusal for a result of ``name`` nobody judged, when enforce holds for it; else ``None``.
-
-    Fail closed: enforce never hands over rows nobody looked at.
-    """
-    try:
-        contract = CONTRACTS.get(name)
-        if contract is None or not contract.result_columns:
-            return None
-        judge = record.run.judge if record is not None else None
-        if judge is not None:
-            enforced = judge.enforces(name)
-        else:
-            inst = current()
-            enforced = inst is not None and inst.dials.check_column_types == "enforce"
-    except Exception:  # cannot tell whether enforce holds: a tool with columns fails closed
-        enforced = True
-    return unjudged_refusal(name) if enforced else None
-
-
-def _refused(result: Any, refusal: str) -> Any:
-    """The host's tool message with the refusal as its content (anything else is left alone)."""
-    if not isinstance(result, ToolMessage):
-        return result
-    return ToolMessage(content=refusal, tool_call_id=result.tool_call_id, name=result.name)
-
-
-def _unjudged(raw: Any, refusal: str | None, artifact_only: bool) -> Any:
-    if refusal is None:
-        return raw
-    return (refusal, None) if artifact_only else refusal
-
-
-def _open_scope(record: AgentRun, name: str, call: Any) -> ToolScope | None:
-    try:
-        contract = CONTRACTS.get(name) or define_contract(name)
-        args = call.get("args")
-        arguments = dict(args) if isinstance(args, dict) else {}
-        host = openinference_span()  # inside the tool's own run: OpenInference's TOOL span
-        with record.lock:
-            return ToolScope(
-                contract, lambda: arguments, run=record.run, call_id=call.get("id") or None, host_span=host
-            )
-    except Exception as ours:
-        record_internal_error(None, "opening a LangChain tool span", ours)
-        return None
-
-
-def _deliver(record: AgentRun, scope: ToolScope, raw: Any, artifact_only: bool, mcp: bool = False) -> Any:
-    """What the tool hands LangChain: its raw value, or the refusal in its place."""
-    if mcp:  # an MCP adapter's tool: its (content, artifact) pair is a CallToolResult
-        judged = _langchain_mcp.call_result(raw)
-    else:
-        judged = raw[1] if artifact_only and isinstance(raw, tuple) and len(raw) == 2 else raw
-    with record.lock:
-        delivered = scope.finish(judged)
-    if delivered is judged:
-        return raw
-    return (delivered, None) if judged is not raw else delivered
-
-
-_MAX_PROXIES: Final = 512
-_proxies: dict[int, tuple[BaseTool, BaseTool]] = {}
-
-
-def _judging_copy(tool: BaseTool) -> BaseTool:
-    """A copy of ``tool`` whose runs are judged, made once per tool: the user's tool is never changed.
-
-    The call it is running is read from the context (:data:`tool_call_var`), which the tool's run
-    inherits from ``wrap_tool_call``. A ``@ci.tool`` function inside the tool is called
-    unwrapped: this copy judges it, once.
-    """
-    cached = _proxies.get(id(tool))
-    if cached is not None and cached[0] is tool:
-        return cached[1]
-    updates: dict[str, Any] = {}
-    for attribute in ("func", "coroutine"):
-        fn = getattr(tool, attribute, None)
-        if fn is not None and getattr(fn, "contract", None) is not None and hasattr(fn, "__wrapped__"):
-            updates[attribute] = fn.__wrapped__
-    proxy: BaseTool = tool.model_copy(update=updates)
-    run, arun = proxy._run, proxy._arun
-    artifact_only = tool.response_format == "content_and_artifact"
-    mcp = _langchain_mcp.is_adapter_tool(tool)
-    name = tool.name
-
-    # functools.wraps keeps the signature: BaseTool.run reads _run's for run_manager and config.
-    @functools.wraps(run)
-    def judged_run(*args: Any, **kwargs: Any) -> Any:
-        current = tool_call_var.get()
-        if current is None:
-            return run(*args, **kwargs)
-        scope = _open_scope(current[0], name, current[1])
-        if scope is None:
-            return _unjudged(run(*args, **kwargs), _withheld(current[0], name), artifact_only)
-        try:
-            raw = run(*args, **kwargs)
-        except BaseException as error:
-            scope.fail(error)
-            raise
-        return _deliver(current[0], scope, raw, artifact_only, mcp)
-
-    @functools.wraps(arun)
-    async def judged_arun(*args: Any, **kwargs: Any) -> Any:
-        current = tool_call_var.get()
-        if current is None:
-            return await arun(*args, **kwargs)
-        scope = _open_scope(current[0], name, current[1])
-        if scope is None:
-            return _unjudged(await arun(*args, **kwargs), _withheld(current[0], name), artifact_only)
-        try:
-            raw = await arun(*args, **kwargs)
-        except BaseException as error:
-            scope.fail(error)
-            raise
-        return _deliver(current[0], scope, raw, artifact_only, mcp)
-
-    object.__setattr__(proxy, "_run", judged_run)
-    object.__setattr__(proxy, "_arun", judged_arun)
-    if len(_proxies) >= _MAX_PROXIES:
-        _proxies.clear()
-    _proxies[id(tool)] = (tool, proxy)
-    return proxy
 
 
 # ── arming every create_agent ───────────────────────────────────────────────

@@ -1,0 +1,156 @@
+"""The write seam for LangChain: a judged copy of each tool, and what it hands LangChain back.
+
+LangChain turns a tool's return value into text before any middleware sees it, so the raw value
+is judged inside the tool: :func:`judging_copy` makes, once per tool, a copy whose runs open the
+tool's span, judge the raw result and return it (or, under enforce, the refusal in its place).
+The user's tool is never changed. Only imported by :mod:`.langchain`.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Final
+
+from langchain_core.messages import ToolMessage
+from langchain_core.tools import BaseTool
+
+from ..contracts import define_contract
+from ..judge.seams import unjudged_refusal
+from ..telemetry.emit import record_internal_error
+from ..telemetry.setup import CONTRACTS, current
+from ..telemetry.tool_call import ToolScope
+from . import _langchain_mcp
+from ._langchain_runs import AgentRun, openinference_span, tool_call_var
+
+
+def tool_name_of(request: Any) -> str:
+    try:
+        name = request.tool_call.get("name")
+    except Exception:
+        return ""
+    return name if isinstance(name, str) else ""
+
+
+def withheld(record: AgentRun | None, name: str) -> str | None:
+    """The refusal for a result of ``name`` nobody judged, when enforce holds for it; else ``None``.
+
+    Fail closed: enforce never hands over rows nobody looked at.
+    """
+    try:
+        contract = CONTRACTS.get(name)
+        if contract is None or not contract.result_columns:
+            return None
+        judge = record.run.judge if record is not None else None
+        if judge is not None:
+            enforced = judge.enforces(name)
+        else:
+            inst = current()
+            enforced = inst is not None and inst.dials.check_column_types == "enforce"
+    except Exception:  # cannot tell whether enforce holds: a tool with columns fails closed
+        enforced = True
+    return unjudged_refusal(name) if enforced else None
+
+
+def refused(result: Any, refusal: str) -> Any:
+    """The host's tool message with the refusal as its content (anything else is left alone)."""
+    if not isinstance(result, ToolMessage):
+        return result
+    return ToolMessage(content=refusal, tool_call_id=result.tool_call_id, name=result.name)
+
+
+def _unjudged(raw: Any, refusal: str | None, artifact_only: bool) -> Any:
+    if refusal is None:
+        return raw
+    return (refusal, None) if artifact_only else refusal
+
+
+def _open_scope(record: AgentRun, name: str, call: Any) -> ToolScope | None:
+    try:
+        contract = CONTRACTS.get(name) or define_contract(name)
+        args = call.get("args")
+        arguments = dict(args) if isinstance(args, dict) else {}
+        host = openinference_span()  # inside the tool's own run: OpenInference's TOOL span
+        with record.lock:
+            return ToolScope(
+                contract, lambda: arguments, run=record.run, call_id=call.get("id") or None, host_span=host
+            )
+    except Exception as ours:
+        record_internal_error(None, "opening a LangChain tool span", ours)
+        return None
+
+
+def _deliver(record: AgentRun, scope: ToolScope, raw: Any, artifact_only: bool, mcp: bool = False) -> Any:
+    """What the tool hands LangChain: its raw value, or the refusal in its place."""
+    if mcp:  # an MCP adapter's tool: its (content, artifact) pair is a CallToolResult
+        judged = _langchain_mcp.call_result(raw)
+    else:
+        judged = raw[1] if artifact_only and isinstance(raw, tuple) and len(raw) == 2 else raw
+    with record.lock:
+        delivered = scope.finish(judged)
+    if delivered is judged:
+        return raw
+    return (delivered, None) if judged is not raw else delivered
+
+
+_MAX_PROXIES: Final = 512
+_proxies: dict[int, tuple[BaseTool, BaseTool]] = {}
+
+
+def judging_copy(tool: BaseTool) -> BaseTool:
+    """A copy of ``tool`` whose runs are judged, made once per tool: the user's tool is never changed.
+
+    The call it is running is read from the context (:data:`tool_call_var`), which the tool's run
+    inherits from ``wrap_tool_call``. A ``@ci.tool`` function inside the tool is called
+    unwrapped: this copy judges it, once.
+    """
+    cached = _proxies.get(id(tool))
+    if cached is not None and cached[0] is tool:
+        return cached[1]
+    updates: dict[str, Any] = {}
+    for attribute in ("func", "coroutine"):
+        fn = getattr(tool, attribute, None)
+        if fn is not None and getattr(fn, "contract", None) is not None and hasattr(fn, "__wrapped__"):
+            updates[attribute] = fn.__wrapped__
+    proxy: BaseTool = tool.model_copy(update=updates)
+    run, arun = proxy._run, proxy._arun
+    artifact_only = tool.response_format == "content_and_artifact"
+    mcp = _langchain_mcp.is_adapter_tool(tool)
+    name = tool.name
+
+    # functools.wraps keeps the signature: BaseTool.run reads _run's for run_manager and config.
+    @functools.wraps(run)
+    def judged_run(*args: Any, **kwargs: Any) -> Any:
+        current = tool_call_var.get()
+        if current is None:
+            return run(*args, **kwargs)
+        scope = _open_scope(current[0], name, current[1])
+        if scope is None:
+            return _unjudged(run(*args, **kwargs), withheld(current[0], name), artifact_only)
+        try:
+            raw = run(*args, **kwargs)
+        except BaseException as error:
+            scope.fail(error)
+            raise
+        return _deliver(current[0], scope, raw, artifact_only, mcp)
+
+    @functools.wraps(arun)
+    async def judged_arun(*args: Any, **kwargs: Any) -> Any:
+        current = tool_call_var.get()
+        if current is None:
+            return await arun(*args, **kwargs)
+        scope = _open_scope(current[0], name, current[1])
+        if scope is None:
+            return _unjudged(await arun(*args, **kwargs), withheld(current[0], name), artifact_only)
+        try:
+            raw = await arun(*args, **kwargs)
+        except BaseException as error:
+            scope.fail(error)
+            raise
+        return _deliver(current[0], scope, raw, artifact_only, mcp)
+
+    object.__setattr__(proxy, "_run", judged_run)
+    object.__setattr__(proxy, "_arun", judged_arun)
+    if len(_proxies) >= _MAX_PROXIES:
+        _proxies.clear()
+    _proxies[id(tool)] = (tool, proxy)
+    return proxy
