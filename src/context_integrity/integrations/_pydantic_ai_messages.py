@@ -4,6 +4,7 @@ the response it returned, the run's final answer as text."""
 from __future__ import annotations
 
 import dataclasses
+import operator
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -85,33 +86,95 @@ def _convert(message: pm.ModelMessage) -> _Converted:
 
 
 class MessageCache:
-    """Conversions of the messages a run already sent, by identity.
+    """What a run already read of the messages it sent, so each message is converted once per run.
 
     A run's history grows by a message or two per request and pydantic-ai sends the same message
-    objects again each time, so converting only the new ones keeps a long run linear. The newest
-    message is always converted afresh (it may still be filled in); an entry holds its message, so
-    an identity is never reused while it is cached; past the bound the cache starts over.
+    objects again each time: a message is converted when first sent and found again by identity
+    (an entry holds its message, so an identity is never reused while it is cached; past the bound
+    the cache starts over). The newest message of a request may still be filled in before the next
+    one, so its conversion is reused only while it holds the very parts it was converted from.
+    The previous request's converted prefix is reused as a whole while the new request starts
+    with the same message objects, so a long run costs what it added, not what it holds.
     """
 
-    __slots__ = ("_entries",)
+    __slots__ = ("_entries", "_marks", "_out", "_sent", "_system")
 
     def __init__(self) -> None:
-        self._entries: dict[int, tuple[pm.ModelMessage, _Converted]] = {}
+        # id -> (the message, its conversion, the parts it held when converted as the newest;
+        # None once a later request sent it unchanged)
+        self._entries: dict[int, tuple[pm.ModelMessage, _Converted, tuple[object, ...] | None]] = {}
+        self._sent: list[pm.ModelMessage] = []  # the previous request's messages, in order
+        self._out: list[Message] = []  # their conversions, concatenated
+        self._system: list[str] = []  # the system prompts they carried
+        self._marks: list[tuple[int, int]] = []  # (len(_out), len(_system)) after each of them
 
     def convert(self, message: pm.ModelMessage, *, newest: bool) -> _Converted:
-        if newest:
-            return _convert(message)
         entry = self._entries.get(id(message))
         if entry is not None and entry[0] is message:
-            return entry[1]
+            converted, parts = entry[1], entry[2]
+            if parts is None:
+                if not newest:
+                    return converted
+            elif _same_parts(message, parts):
+                if not newest:  # no longer the newest, and as it was: settled
+                    self._entries[id(message)] = (message, converted, None)
+                return converted
         converted = _convert(message)
         if len(self._entries) >= MAX_CACHED_MESSAGES:
             self._entries.clear()
-        self._entries[id(message)] = (message, converted)
+        parts = tuple(getattr(message, "parts", ())) if newest else None
+        self._entries[id(message)] = (message, converted, parts)
         return converted
+
+    def read(self, messages: Sequence[pm.ModelMessage]) -> tuple[tuple[Message, ...], list[str]]:
+        """The messages and system prompts of a request, converting only what this run has not sent."""
+        sent = self._sent
+        # Neither the previous request's newest message nor this one's is taken with the prefix:
+        # either may have been filled in since, so both go through convert.
+        keep = max(0, min(len(sent) - 1, len(messages) - 1))
+        if keep and not (
+            messages[keep - 1] is sent[keep - 1] and all(map(operator.is_, messages[:keep], sent))
+        ):
+            keep = next((i for i in range(keep) if messages[i] is not sent[i]), keep)
+        if keep:
+            out_len, system_len = self._marks[keep - 1]
+        else:
+            out_len = system_len = 0
+        del sent[keep:], self._marks[keep:], self._out[out_len:], self._system[system_len:]
+        last = len(messages) - 1
+        for index in range(keep, len(messages)):
+            message = messages[index]
+            converted, prompts = self.convert(message, newest=index == last)
+            self._out.extend(converted)
+            self._system.extend(prompts)
+            sent.append(message)
+            self._marks.append((len(self._out), len(self._system)))
+        return tuple(self._out), list(self._system)
 
 
 MAX_CACHED_MESSAGES: Final = 4096
+
+
+def _same_parts(message: pm.ModelMessage, parts: tuple[object, ...]) -> bool:
+    now = getattr(message, "parts", ())
+    return len(now) == len(parts) and all(map(operator.is_, now, parts))
+
+
+def _read(messages: Sequence[pm.ModelMessage]) -> tuple[tuple[Message, ...], list[str]]:
+    out: list[Message] = []
+    system: list[str] = []
+    for message in messages:
+        converted, prompts = _convert(message)
+        out.extend(converted)
+        system.extend(prompts)
+    return tuple(out), system
+
+
+def _latest_instructions(messages: Sequence[pm.ModelMessage]) -> str | None:
+    for message in reversed(messages):
+        if isinstance(message, pm.ModelRequest) and message.instructions:
+            return message.instructions
+    return None
 
 
 def frame_of(
@@ -121,29 +184,20 @@ def frame_of(
     cache: MessageCache | None = None,
 ) -> RequestFrame:
     """The request as the model receives it: instructions, messages with tool results, tools offered."""
-    system: list[str] = []
-    out: list[Message] = []
-    latest_instructions: str | None = None
-    last = len(messages) - 1
-    for index, message in enumerate(messages):
-        converted, prompts = (
-            cache.convert(message, newest=index == last) if cache is not None else _convert(message)
-        )
-        out.extend(converted)
-        system.extend(prompts)
-        if isinstance(message, pm.ModelRequest):
-            latest_instructions = message.instructions or latest_instructions
+    out, system = cache.read(messages) if cache is not None else _read(messages)
     parts = parameters.instruction_parts
     if parts:
         system.extend(p.content for p in parts if isinstance(p.content, str))
-    elif latest_instructions:
-        system.append(latest_instructions)
+    else:
+        latest_instructions = _latest_instructions(messages)
+        if latest_instructions:
+            system.append(latest_instructions)
     tools = tuple(
         ToolDefinition(name=t.name, description=t.description, input_schema=t.parameters_json_schema)
         for t in parameters.declared_function_tools
     )
     return RequestFrame(
-        messages=tuple(out), system="\n\n".join(s for s in system if s) or None, tools=tools, model=model
+        messages=out, system="\n\n".join(s for s in system if s) or None, tools=tools, model=model
     )
 
 
