@@ -25,8 +25,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -199,15 +198,25 @@ async def release(entered: Sequence[Any]) -> None:
 # ── the raw result of a call ─────────────────────────────────────────────
 
 
-@contextmanager
-def keeping() -> Iterator[list[tuple[str, object]]]:
-    """Keep the raw results of the MCP calls made within this block (one tool execution)."""
-    kept: list[tuple[str, object]] = []
-    token = _kept.set(kept)
-    try:
-        yield kept
-    finally:
-        _kept.reset(token)
+class keeping:
+    """Keep the raw results of the MCP calls made within this block (one tool execution).
+
+    A class rather than a generator context manager: it runs around every tool call.
+    """
+
+    __slots__ = ("_kept", "_token")
+
+    def __init__(self) -> None:
+        self._kept: list[tuple[str, object]] = []
+        self._token: contextvars.Token[list[tuple[str, object]] | None] | None = None
+
+    def __enter__(self) -> list[tuple[str, object]]:
+        self._token = _kept.set(self._kept)
+        return self._kept
+
+    def __exit__(self, *exc: object) -> None:
+        if self._token is not None:
+            _kept.reset(self._token)
 
 
 def judged_result(kept: Sequence[tuple[str, object]], returned: object) -> object | None:

@@ -11,6 +11,7 @@ from typing import Any, Final
 from pydantic import BaseModel
 from pydantic_ai import messages as pm
 from pydantic_ai.models import ModelRequestParameters
+from pydantic_ai.tools import ToolDefinition as PaiToolDefinition
 
 from ..limits import MAX_ATTRIBUTE_CHARS
 from ..loop import Message, ModelResponse, RequestFrame, ToolCall, ToolDefinition, content_text
@@ -97,7 +98,7 @@ class MessageCache:
     with the same message objects, so a long run costs what it added, not what it holds.
     """
 
-    __slots__ = ("_entries", "_marks", "_out", "_sent", "_system")
+    __slots__ = ("_entries", "_marks", "_out", "_sent", "_system", "_tools")
 
     def __init__(self) -> None:
         # id -> (the message, its conversion, the parts it held when converted as the newest;
@@ -107,6 +108,26 @@ class MessageCache:
         self._out: list[Message] = []  # their conversions, concatenated
         self._system: list[str] = []  # the system prompts they carried
         self._marks: list[tuple[int, int]] = []  # (len(_out), len(_system)) after each of them
+        self._tools: tuple[ToolDefinition, ...] = ()  # the tools the previous request offered
+
+    def tools(self, declared: Sequence[PaiToolDefinition]) -> tuple[ToolDefinition, ...]:
+        """The tools offered, as the judge reads them: the previous request's, when they are the same.
+
+        pydantic-ai makes its tool definitions afresh for each request, around the same schemas.
+        """
+        last = self._tools
+        if len(last) == len(declared):
+            for ours, theirs in zip(last, declared, strict=True):
+                if (
+                    ours.input_schema is not theirs.parameters_json_schema
+                    or ours.name != theirs.name
+                    or ours.description != theirs.description
+                ):
+                    break
+            else:
+                return last
+        self._tools = _tools_of(declared)
+        return self._tools
 
     def convert(self, message: pm.ModelMessage, *, newest: bool) -> _Converted:
         entry = self._entries.get(id(message))
@@ -170,6 +191,13 @@ def _read(messages: Sequence[pm.ModelMessage]) -> tuple[tuple[Message, ...], lis
     return tuple(out), system
 
 
+def _tools_of(declared: Sequence[PaiToolDefinition]) -> tuple[ToolDefinition, ...]:
+    return tuple(
+        ToolDefinition(name=t.name, description=t.description, input_schema=t.parameters_json_schema)
+        for t in declared
+    )
+
+
 def _latest_instructions(messages: Sequence[pm.ModelMessage]) -> str | None:
     for message in reversed(messages):
         if isinstance(message, pm.ModelRequest) and message.instructions:
@@ -192,10 +220,8 @@ def frame_of(
         latest_instructions = _latest_instructions(messages)
         if latest_instructions:
             system.append(latest_instructions)
-    tools = tuple(
-        ToolDefinition(name=t.name, description=t.description, input_schema=t.parameters_json_schema)
-        for t in parameters.declared_function_tools
-    )
+    declared = parameters.declared_function_tools
+    tools = cache.tools(declared) if cache is not None else _tools_of(declared)
     return RequestFrame(
         messages=out, system="\n\n".join(s for s in system if s) or None, tools=tools, model=model
     )

@@ -14,7 +14,7 @@ import contextvars
 import functools
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Set
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Set
 from typing import Any, Final, ParamSpec, TypeVar, overload
 
 from ..contracts import DeclarationError, ToolContract, define_contract
@@ -50,14 +50,24 @@ def contract_of(fn: object) -> ToolContract | None:
     return None
 
 
-@contextlib.contextmanager
-def host_judges_call(fn: object) -> Iterator[None]:
-    """Within this block a call of ``fn`` (a ``@tool`` wrapper) is the host's to judge."""
-    token = _call_judged_by_host.set(fn)
-    try:
-        yield
-    finally:
-        _call_judged_by_host.reset(token)
+class host_judges_call:
+    """Within this block a call of ``fn`` (a ``@tool`` wrapper) is the host's to judge.
+
+    A class rather than a generator context manager: it runs around every pydantic-ai tool call.
+    """
+
+    __slots__ = ("_fn", "_token")
+
+    def __init__(self, fn: object) -> None:
+        self._fn = fn
+        self._token: contextvars.Token[object | None] | None = None
+
+    def __enter__(self) -> None:
+        self._token = _call_judged_by_host.set(self._fn)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._token is not None:
+            _call_judged_by_host.reset(self._token)
 
 
 # The decorated tools whose calls a framework integration judges itself, at the host's own seam

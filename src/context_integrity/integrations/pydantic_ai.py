@@ -108,6 +108,9 @@ class ContextIntegrity(AbstractCapability[Any]):
     _offered: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
     _requested: bool = field(default=False, init=False, repr=False, compare=False)
     _messages: MessageCache = field(default_factory=MessageCache, init=False, repr=False, compare=False)
+    _wrapper: _SeamModel | None = field(default=None, init=False, repr=False, compare=False)
+    # The tools the last request offered, as the frame read them: offered names are noted once.
+    _tools_seen: tuple[object, ...] = field(default=(), init=False, repr=False, compare=False)
 
     async def for_run(self, ctx: RunContext[Any]) -> AbstractCapability[Any]:
         # Each run gets its own instance: its state is that run's alone, however many run at once.
@@ -199,7 +202,11 @@ class ContextIntegrity(AbstractCapability[Any]):
 
     # ── compose and choice: the request as the model receives it ──
     def get_wrapper_model(self, model: Model) -> Model | None:
-        return _SeamModel(model, self)
+        # Asked for every request: the wrapper holds nothing of a request, so one per wrapped model.
+        wrapper = self._wrapper
+        if wrapper is None or wrapper.wrapped is not model:
+            self._wrapper = wrapper = _SeamModel(model, self)
+        return wrapper
 
     def compose(
         self, messages: Sequence[pm.ModelMessage], parameters: ModelRequestParameters, model_name: str
@@ -213,7 +220,9 @@ class ContextIntegrity(AbstractCapability[Any]):
             reads = judge is not None and bool(judge.armed["compose"] or judge.armed["choice"])
             frame = frame_of(messages if reads else (), parameters, model_name, self._messages)
             self._requested = True
-            self._offered.update(t.name for t in frame.tools)
+            if frame.tools is not self._tools_seen:
+                self._tools_seen = frame.tools
+                self._offered.update(t.name for t in frame.tools)
             return run.request(frame, model=model_name, host_span=find_host_span(CHAT))
         except Exception as ours:
             record_internal_error(run.span, "reading a pydantic-ai request", ours)
@@ -294,7 +303,8 @@ class _SeamModel(WrapperModel):
     ) -> pm.ModelResponse:
         call = self._seams.compose(messages, model_request_parameters, self.model_name)
         try:
-            response = await super().request(messages, model_settings, model_request_parameters)
+            # The wrapped model directly, as WrapperModel.request does: its layer adds nothing here.
+            response = await self.wrapped.request(messages, model_settings, model_request_parameters)
         except BaseException as error:
             if call is not None:
                 call.end(error)
@@ -312,7 +322,7 @@ class _SeamModel(WrapperModel):
     ) -> AsyncIterator[StreamedResponse]:
         call = self._seams.compose(messages, model_request_parameters, self.model_name)
         try:
-            async with super().request_stream(
+            async with self.wrapped.request_stream(
                 messages, model_settings, model_request_parameters, run_context
             ) as streamed:
                 yield streamed
