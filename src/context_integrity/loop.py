@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from .findings import ExternalGround, ExternalGrounding
 
@@ -160,10 +160,14 @@ class FrameGround:
 # ── Rendering content ────────────────────────────────────────────────────
 
 
+# ``json.dumps`` with these options builds this very encoder on every call; it keeps no state.
+_ENCODE: Final = json.JSONEncoder(default=str, ensure_ascii=False).encode
+
+
 def _json_text(value: object) -> str:
     """Compact JSON of ``value`` (``default=str``); ``repr`` when JSON refuses; never raises."""
     try:
-        return json.dumps(value, default=str, ensure_ascii=False)
+        return _ENCODE(value)
     except Exception:  # circular references, non-string keys, a hostile __str__
         pass
     try:
@@ -176,7 +180,7 @@ def _part_text(part: object) -> str:
     if isinstance(part, str):
         return str(part)
     try:
-        if isinstance(part, Mapping):
+        if isinstance(part, (dict, Mapping)):  # dict first: a dict is told without the ABC check
             text = part.get("text")
             if part.get("type") == "text" and isinstance(text, str):
                 return str(text)
@@ -228,7 +232,7 @@ def content_text(content: object) -> str:
         return ""
     if isinstance(content, (list, tuple)):
         try:
-            return "\n".join(_part_text(part) for part in content)
+            return "\n".join([_part_text(part) for part in content])
         except Exception:
             return _json_text(content)
     mcp_text = _mcp_result_text(content)

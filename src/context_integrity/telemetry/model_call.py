@@ -95,13 +95,17 @@ class ModelCall:
                 agent_run.judge.note_unreachable("compose", "judging a request", ours)
 
     def _file(self, found: Sequence[Finding], call_ids: Sequence[str | None] = ()) -> None:
-        record_judge_errors(self.span, self.run.judge)
-        passes = self.run.judge.take_passes() if self.run.judge is not None else []
+        judge = self.run.judge
+        # Three times a call, nearly always with nothing to hand over: looked at before it is taken.
+        if judge is not None and judge.internal_errors:
+            record_judge_errors(self.span, judge)
+        passes = judge.take_passes() if judge is not None and judge.passes else []
         if self._emitter is not None:
             if found:
                 self.findings.extend(found)
                 self._emitter.findings(found, call_ids=call_ids)
-            self._emitter.passes(passes)
+            if passes:
+                self._emitter.passes(passes)
 
     @property
     def ended(self) -> bool:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Final
 
 from opentelemetry import context as otel_context
@@ -61,7 +62,8 @@ def tracer_of(inst: Instrumentation | None) -> Tracer:
 
 def _attributes(span: Span) -> Mapping[str, object]:
     attributes = getattr(span, "attributes", None)
-    return attributes if isinstance(attributes, Mapping) else {}
+    # The SDK's span hands a mappingproxy: told before the ABC check, which runs in Python.
+    return attributes if isinstance(attributes, (MappingProxyType, dict, Mapping)) else {}
 
 
 def _text(attributes: Mapping[str, object], *keys: str) -> str | None:
@@ -74,7 +76,10 @@ def _text(attributes: Mapping[str, object], *keys: str) -> str | None:
 
 def operation_of(span: Span) -> str | None:
     """The operation (``AGENT``, ``CHAT``, ``TOOL``) a span stands for, or ``None``."""
-    attributes = _attributes(span)
+    return _operation_in(_attributes(span))
+
+
+def _operation_in(attributes: Mapping[str, object]) -> str | None:
     operation = attributes.get(names.GEN_AI_OPERATION_NAME)
     if isinstance(operation, str) and operation in _BY_OPERATION:
         return _BY_OPERATION[operation]
@@ -99,8 +104,8 @@ def _is_ours(span: Span) -> bool:
     return getattr(scope, "name", None) == names.INSTRUMENTATION_NAME
 
 
-def _is_this_tool(span: Span, tool_name: str) -> bool:
-    named = tool_name_of(span)
+def _is_this_tool(span: Span, tool_name: str, attributes: Mapping[str, object]) -> bool:
+    named = _text(attributes, names.GEN_AI_TOOL_NAME, names.OPENINFERENCE_TOOL_NAME)
     if named is not None:
         return named == tool_name
     # OpenInference sets ``tool.name`` only when its span ends; until then the span's name says it.
@@ -123,9 +128,12 @@ def find_host_span(
     if span is not None:
         return span if span.is_recording() else None
     current = trace.get_current_span(context)
-    if not current.is_recording() or _is_ours(current) or operation_of(current) != operation:
+    if not current.is_recording() or _is_ours(current):
         return None
-    if operation == TOOL and tool_name is not None and not _is_this_tool(current, tool_name):
+    attributes = _attributes(current)  # read once: the SDK builds a new view on every read
+    if _operation_in(attributes) != operation:
+        return None
+    if operation == TOOL and tool_name is not None and not _is_this_tool(current, tool_name, attributes):
         return None
     return current
 
