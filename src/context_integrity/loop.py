@@ -186,6 +186,7 @@ def _part_text(part: object) -> str:
                 return str(text)
         elif getattr(part, "type", None) == "text" and isinstance(getattr(part, "text", None), str):
             return str(part.text)  # type: ignore[attr-defined]  # an MCP TextContent model
+        return _ENCODE(part)  # what _json_text does first, without its call: once per row of a result
     except Exception:
         pass
     return _json_text(part)

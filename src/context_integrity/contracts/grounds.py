@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping, Sequence
 
 from .. import limits
@@ -46,7 +45,7 @@ def assert_arguments_from(tool_name: str, arguments_from: object) -> tuple[str, 
 def _collect_enums(node: object, depth: int, out: set[str]) -> None:
     if depth > limits.MAX_SCHEMA_DEPTH:
         return
-    if isinstance(node, Mapping):
+    if isinstance(node, (dict, Mapping)):  # dict first: a schema dict is told without the ABC check
         enum = node.get("enum")
         if isinstance(enum, (list, tuple)):
             for member in enum:
@@ -68,8 +67,11 @@ def declared_enum_values(input_schema: object) -> frozenset[str]:
     nothing. Never raises.
     """
     out: set[str] = set()
-    with contextlib.suppress(Exception):  # a hostile mapping: keep what was read before it failed
+    # A plain try rather than ``contextlib.suppress``: this runs for every armed call.
+    try:  # noqa: SIM105
         _collect_enums(input_schema, 0, out)
+    except Exception:  # a hostile mapping: keep what was read before it failed
+        pass
     return frozenset(out)
 
 
