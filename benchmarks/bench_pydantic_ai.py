@@ -152,7 +152,7 @@ def _timed(agent: Agent[None, str], runs: int, side: str) -> float:
     return (time.process_time() - start) / runs * 1000
 
 
-def main(rounds: int = 15, runs: int = 5) -> float:
+def main(rounds: int = 40, runs: int = 2) -> float:
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(_Discard()))
     ci.shutdown()
