@@ -4,6 +4,7 @@ on every turn, so their definitions are read once instead of once per request.""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from operator import is_
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -23,7 +24,8 @@ class SameTools(Generic[T]):
         last = self._last  # one read: another thread may replace it, never half of it
         if last is not None:
             known, made = last
-            if len(known) == len(given) and all(a is b for a, b in zip(known, given, strict=True)):
+            # map(is_) compares in C: this runs on every turn of every run.
+            if len(known) == len(given) and all(map(is_, known, given)):
                 return made
         made = self._make(given)
         self._last = (given, made)

@@ -24,6 +24,7 @@ from . import _openai_agents_mcp as _mcp
 from ._openai_agents_run import (
     _MARK,
     _agent_end,
+    _asked_tools,
     _current,
     _HostRun,
     _judged_here,
@@ -52,6 +53,9 @@ def _ours(where: str, work: Callable[[], Any]) -> Any:
 class RunHooksWithJudge(RunHooks[Any]):
     """The user's run hooks (``inner``), each forwarded, with the judge's work before it."""
 
+    # Each hook guards our work with a plain try rather than a closure handed to a helper: these
+    # run several times a turn, and in a real run every extra frame is code fetched cold.
+
     def __init__(self, inner: RunHooks[Any] | None) -> None:
         self.inner = inner
 
@@ -59,7 +63,10 @@ class RunHooksWithJudge(RunHooks[Any]):
         state = _state.get()
         if state is not None:
             try:
-                await _llm_start(state, context, agent, system_prompt, input_items)
+                tools = state.offered.pop(id(agent), None)
+                if tools is None:
+                    tools = await _asked_tools(agent, context)
+                _llm_start(state, agent, system_prompt, input_items, tools)
             except Exception as error:
                 record_internal_error(None, "judging an Agents SDK request", error)
         if self.inner is not None:
@@ -68,13 +75,16 @@ class RunHooksWithJudge(RunHooks[Any]):
     async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
         state = _state.get()
         if state is not None:
-            _ours("judging an Agents SDK response", lambda: _llm_end(state, response))
+            try:
+                _llm_end(state, response)
+            except Exception as error:
+                record_internal_error(None, "judging an Agents SDK response", error)
         if self.inner is not None:
             await self.inner.on_llm_end(context, agent, response)
 
     async def on_agent_start(self, context: Any, agent: Any) -> None:
         state = _state.get()
-        if state is not None:
+        if state is not None and state.run is None:
             _ours("opening an Agents SDK run", state.open)
         if self.inner is not None:
             await self.inner.on_agent_start(context, agent)
@@ -94,7 +104,10 @@ class RunHooksWithJudge(RunHooks[Any]):
     async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
         state = _state.get()
         if state is not None:
-            _ours("opening an Agents SDK tool call", lambda: _tool_start(state, context, tool))
+            try:
+                _tool_start(state, context, tool)
+            except Exception as error:
+                record_internal_error(None, "opening an Agents SDK tool call", error)
         if self.inner is not None:
             await self.inner.on_tool_start(context, agent, tool)
 
@@ -125,7 +138,10 @@ class AgentHooksWithJudge(AgentHooks[Any]):
         state = _current(from_agent_hooks=True)
         if state is not None:
             try:
-                await _llm_start(state, context, agent, system_prompt, input_items)
+                tools = state.offered.pop(id(agent), None)
+                if tools is None:
+                    tools = await _asked_tools(agent, context)
+                _llm_start(state, agent, system_prompt, input_items, tools)
             except Exception as error:
                 record_internal_error(None, "judging an Agents SDK request", error)
         if self.inner is not None:
@@ -314,7 +330,10 @@ def _cancelled() -> BaseException:
 def wrap_get_all_tools(original: Callable[..., Any]) -> Callable[..., Any]:
     async def get_all_tools(self: Any, run_context: Any) -> Any:
         tools = await original(self, run_context)
-        _ours("arming Agents SDK tools", lambda: offered(self, tools))
+        try:
+            offered(self, tools)
+        except Exception as error:
+            record_internal_error(None, "arming Agents SDK tools", error)
         return tools
 
     get_all_tools.__wrapped__ = original  # type: ignore[attr-defined]

@@ -148,7 +148,7 @@ def frame_of(
     memo: CallMemo | None = None,
 ) -> RequestFrame:
     return RequestFrame(
-        messages=tuple(messages_of(items, memo)),
+        messages=tuple(messages_of(items, memo)) if items else (),
         system=system_prompt if isinstance(system_prompt, str) else None,
         tools=tools,
         model=model,

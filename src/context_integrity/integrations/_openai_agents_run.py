@@ -76,6 +76,7 @@ class _HostRun:
         # The tool names this run (and every run nested in it) offered the model; a nested run
         # hands its names to the outer one, which warns once for the whole host run.
         self.offered_names: set[str] = set()
+        self.last_offered: tuple[ToolDefinition, ...] | None = None
         self.requested = False
         self.parent: _HostRun | None = None
         self._context: contextvars.Context | None = None
@@ -176,18 +177,27 @@ def _arguments(raw: object) -> Callable[[], Mapping[str, Any]]:
     return lambda: items.arguments_of(raw)
 
 
-async def _llm_start(
-    state: _HostRun, context: Any, agent: Any, system_prompt: str | None, input_items: list[Any]
+async def _asked_tools(agent: Any, context: Any) -> tuple[ToolDefinition, ...]:
+    """The tools a request offers when no ``get_all_tools`` of this turn was seen: asked for."""
+    return _offered_definitions(await agent.get_all_tools(context))
+
+
+def _llm_start(
+    state: _HostRun,
+    agent: Any,
+    system_prompt: str | None,
+    input_items: list[Any],
+    tools: tuple[ToolDefinition, ...],
 ) -> None:
+    """The compose seam, given the tools this turn offered (what its ``get_all_tools`` returned, the
+    run loop calling it just before; else :func:`_asked_tools`)."""
     run = state.open()
     if state.call is not None:  # a call whose response never came (the model raised)
         state.call.end()
-    # What this turn's get_all_tools offered (the run loop calls it just before); else ask for it.
-    tools = state.offered.pop(id(agent), None)
-    if tools is None:
-        tools = _offered_definitions(await agent.get_all_tools(context))
     state.requested = True
-    state.offered_names.update(t.name for t in tools)
+    if tools is not state.last_offered:  # the same tools come back as the same tuple every turn
+        state.offered_names.update(t.name for t in tools)
+        state.last_offered = tools
     model = items.model_name(agent.model)
     # The history is read only if a check at compose or choice will read it (each input read only
     # if some check asks for it); the instructions and offered tools always are.

@@ -315,8 +315,8 @@ class RunJudge:
                     encounter = self._run(entry, entry.compose, seen)
                     if encounter is not None:
                         found.extend(self._first_sightings(encounter.findings))
-                self._bookkeep("recording a request", lambda: self.state.close_request(seen))
-                self._bookkeep("recording a request", lambda: self.state.after_request(seen))
+                self._bookkeep("recording a request", self.state.close_request, seen)
+                self._bookkeep("recording a request", self.state.after_request, seen)
                 return found
         except Exception as error:
             self._seam_failed("compose", "reading a request", error, noted)
@@ -340,7 +340,7 @@ class RunJudge:
                     verdict.findings.extend(fresh)
                     verdict.call_ids.extend(call_of.get(id(f)) for f in fresh)
                     verdict.excusals.extend(encounter.excusals)
-                self._bookkeep("recording a response", lambda: self.state.after_response(seen))
+                self._bookkeep("recording a response", self.state.after_response, seen)
                 return verdict
         except Exception as error:
             self._seam_failed("choice", "reading a response", error, noted)
@@ -357,6 +357,10 @@ class RunJudge:
 
         ``tool_names`` is ``None`` when no wire reader saw or could read the body. Never raises.
         """
+        if not self.armed["wire"]:  # what _simple does with no check armed there, without its reading
+            with self.lock:
+                self.state.worked.add("wire")
+            return []
         try:
             composed = tuple(dict.fromkeys(tool.name for tool in frame.tools)) if frame is not None else ()
             seen = WireSeen(composed, tool_names, source or "the serialized request body")
@@ -449,9 +453,10 @@ class RunJudge:
             ledger.note(row, disposition, self._clock_ms() if disposition == CHECKED_FAIL else None)
         return encounter
 
-    def _bookkeep(self, where: str, step: Callable[[], Any]) -> Any:
+    def _bookkeep(self, where: str, step: Callable[..., Any], *args: Any) -> Any:
+        # ``args`` rather than a closure from the seams that run on every model call.
         try:
-            return step()
+            return step(*args)
         except Exception as error:
             self.internal_errors.append(InternalError(where, error))
             return None

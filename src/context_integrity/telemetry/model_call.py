@@ -11,20 +11,23 @@ Never break the host: every piece of our own work is wrapped, logged and recorde
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Sequence
+import functools
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING
 
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind
+from opentelemetry.util.types import AttributeValue
 
 from ..findings import Finding
 from ..loop import ExternalGrounding, ModelResponse, RequestFrame, ToolCall
 from . import names
-from .emit import SpanEmitter, record_internal_error, record_judge_errors, set_text
-from .spans import CHAT, HeldSpan, adopt_or_start, tracer_of
+from .emit import SpanEmitter, clipped, record_internal_error, record_judge_errors, set_text
+from .spans import CHAT, HeldSpan, find_host_span, start_held, tracer_of
 
 if TYPE_CHECKING:
+    from .instrumentation import Instrumentation
     from .run import Run
 
 _current_call: contextvars.ContextVar[ModelCall | None] = contextvars.ContextVar(
@@ -62,26 +65,26 @@ class ModelCall:
         self._wired = False
         self._call_token: contextvars.Token[ModelCall | None] | None = _current_call.set(self)
         self._held: HeldSpan | None = None
-        self._emitter: SpanEmitter | None = None
+        self._inst: Instrumentation | None = None
+        self._emitting: SpanEmitter | None = None
         judged = False
         try:
-            inst = agent_run._inst
-            parent = trace.set_span_in_context(agent_run.span) if agent_run.span is not None else None
-            self._held = held = adopt_or_start(
-                CHAT,
-                names.chat_span_name(model),
-                tracer=tracer_of(inst),
-                kind=SpanKind.CLIENT,
-                attributes={
-                    names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT,
-                    names.GEN_AI_REQUEST_MODEL: model,
-                },
-                host=host_span,
-                parent=parent,
-                activate=False,
-            )
+            inst = self._inst = agent_run._inst
+            adopted = find_host_span(CHAT, span=host_span)
+            if adopted is not None:  # the host's, only enriched: never made current by us
+                self._held = held = HeldSpan(adopted, owned=False)
+            else:
+                span_name, attributes = _static_of(model)
+                parent = trace.set_span_in_context(agent_run.span) if agent_run.span is not None else None
+                self._held = held = start_held(
+                    inst.tracer if inst is not None else tracer_of(None),
+                    span_name,
+                    kind=SpanKind.CLIENT,
+                    attributes=dict(attributes),  # a copy: a sampler is handed the dict it is given
+                    parent=parent,
+                    activate=False,
+                )
             self.span = held.span
-            self._emitter = SpanEmitter(held.span, inst)
             if agent_run.judge is not None:
                 judged = True
                 found = agent_run.judge.compose(frame)
@@ -93,18 +96,28 @@ class ModelCall:
                 # The request was never handed to the judge: its encounter still counts.
                 agent_run.judge.note_unreachable("compose", "judging a request", ours)
 
+    def _emitter(self) -> SpanEmitter | None:
+        """The span's emitter, made the first time a call has something to put on its span."""
+        emitter = self._emitting
+        if emitter is None and self._held is not None:
+            emitter = self._emitting = SpanEmitter(self._held.span, self._inst)
+        return emitter
+
     def _file(self, found: Sequence[Finding], call_ids: Sequence[str | None] = ()) -> None:
         judge = self.run.judge
+        if judge is None:
+            return
         # Three times a call, nearly always with nothing to hand over: looked at before it is taken.
-        if judge is not None and judge.internal_errors:
+        if judge.internal_errors:
             record_judge_errors(self.span, judge)
-        passes = judge.take_passes() if judge is not None and judge.passes else []
-        if self._emitter is not None:
-            if found:
-                self.findings.extend(found)
-                self._emitter.findings(found, call_ids=call_ids)
-            if passes:
-                self._emitter.passes(passes)
+        passes = judge.take_passes() if judge.passes else ()
+        if found or passes:
+            emitter = self._emitter()
+            if emitter is not None:
+                if found:
+                    self.findings.extend(found)
+                    emitter.findings(found, call_ids=call_ids)
+                emitter.passes(passes)
 
     @property
     def ended(self) -> bool:
@@ -158,9 +171,11 @@ class ModelCall:
                 judged = True
                 verdict = judge.choice(self.frame, reply)
                 self._file(verdict.findings, verdict.call_ids)
-                self.excusals.extend(verdict.excusals)
-                if self._emitter is not None:
-                    self._emitter.excusals(verdict.excusals)
+                if verdict.excusals:
+                    self.excusals.extend(verdict.excusals)
+                    emitter = self._emitter()
+                    if emitter is not None:
+                        emitter.excusals(verdict.excusals)
         except Exception as ours:
             record_internal_error(self.span, "judging a response", ours)
             if not judged and judge is not None:
@@ -194,3 +209,12 @@ class ModelCall:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.end(exc)
+
+
+@functools.lru_cache(maxsize=256)
+def _static_of(model: str) -> tuple[str, Mapping[str, AttributeValue]]:
+    """What a model's chat spans start with (the name, the attributes, clipped as
+    :func:`.emit.clipped` would), made once per model: no call changes them."""
+    return names.chat_span_name(model), clipped(
+        {names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT, names.GEN_AI_REQUEST_MODEL: model}
+    )
