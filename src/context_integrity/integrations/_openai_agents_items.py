@@ -24,11 +24,26 @@ _ROLES: dict[str, Role] = {
 }
 
 
+# Whether items of a type are read by key, kept per type: the SDK's items are pydantic models, and
+# the Mapping ABC's isinstance is Python-level work on every read. Bounded: types are few.
+_MAPPING_TYPES: dict[type, bool] = {}
+_MAX_MAPPING_TYPES = 256
+
+
 def _get(item: object, key: str) -> Any:
-    if type(item) is dict:  # the usual shape, read without the Mapping ABC's isinstance
-        return item.get(key)
-    if isinstance(item, Mapping):
-        return item.get(key)
+    kind = type(item)
+    if kind is dict:  # the usual shape
+        return item.get(key)  # type: ignore[attr-defined]
+    try:
+        mapping = _MAPPING_TYPES.get(kind)
+    except TypeError:  # a type whose metaclass made it unhashable: asked every time
+        return item.get(key) if isinstance(item, Mapping) else getattr(item, key, None)
+    if mapping is None:
+        mapping = isinstance(item, Mapping)
+        if len(_MAPPING_TYPES) < _MAX_MAPPING_TYPES:
+            _MAPPING_TYPES[kind] = mapping
+    if mapping:
+        return item.get(key)  # type: ignore[attr-defined]
     return getattr(item, key, None)
 
 
