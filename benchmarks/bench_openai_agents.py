@@ -12,7 +12,10 @@ seconds, and long rounds let one side run through a busy spell the other missed.
 the floor, is printed beside them and counts for nothing: plain ``RunHooks`` that only open and
 end the spans the integration opens (the run's ``invoke_agent``, a ``chat`` per request, an
 ``execute_tool`` per call, with the same attributes, and a summary span of as many attributes),
-through the same provider: what OpenTelemetry alone costs, before any judging.
+through the same provider: what OpenTelemetry alone costs, before any judging. Beside the ratio
+of medians (the target's figure) each side's median ratio to the bare runs of its own round is
+printed: when the load comes in spells the run times split in two modes, and the median of a
+side can land in either.
 
 Run: ``python benchmarks/bench_openai_agents.py [ROUNDS]``.
 """
@@ -186,6 +189,17 @@ async def main(rounds: int = ROUNDS) -> float:
             f"; {_line('with', bare, with_)} (target <= {TARGET:.2f}x)"
         )
         print(f"        {_line('floor (its spans alone)', bare, spans)}")
+    # Each round's sides ran within a second of each other, under much the same load: the median of
+    # the rounds' own ratios is steadier than the ratio of medians when the load comes in spells.
+    print("   cpu, per round (the median of each round's ratio to its own bare runs):", end="")
+    for name, label in (("armed", "with"), ("floor", "floor")):
+        per_round = [
+            sum(s[1] for s in samples[name][i : i + RUNS_PER_ROUND])
+            / sum(s[1] for s in samples["bare"][i : i + RUNS_PER_ROUND])
+            for i in range(0, len(samples["bare"]), RUNS_PER_ROUND)
+        ]
+        print(f" {label} {statistics.median(per_round):.3f}x", end="")
+    print()
     ratio = statistics.median(s[1] for s in samples["armed"]) / statistics.median(
         s[1] for s in samples["bare"]
     )
