@@ -46,7 +46,10 @@ COLUMNS = {"id": "number", "name": "string", "email": "string"}
 
 
 class _Discard(SpanExporter):
+    exported = 0  # counted, so each side can be held to the spans it should make
+
     def export(self, spans: Any) -> SpanExportResult:
+        _Discard.exported += len(spans)
         return SpanExportResult.SUCCESS
 
 
@@ -137,17 +140,27 @@ def _one_run(variant: str) -> tuple[float, float]:
         # choice read every request and response.
         grounds = ["list_ids"] if variant == "every seam" else None
         ci.declare_tool("get_row", result_columns=COLUMNS, arguments_from=grounds, replace=True)
-    middleware: list[Any] = {"bare": [], "spans only": [SpansOnly()]}.get(variant) or [
-        integration.ContextIntegrityMiddleware()
-    ]
+    middleware: list[Any]
+    if variant == "bare":
+        middleware = []
+    elif variant == "spans only":
+        middleware = [SpansOnly()]
+    else:
+        middleware = [integration.ContextIntegrityMiddleware()]
     agent = create_agent(_script(), tools=[get_row], middleware=middleware)  # built outside the clock
     # Every run starts from the same collector state: the garbage of the run before (and of
     # building this agent) is not collected on this run's clock, whichever contender it was.
     gc.collect()
+    exported = _Discard.exported
     wall, cpu = time.perf_counter(), time.process_time()
     out = agent.invoke({"messages": [{"role": "user", "content": "fetch 20 rows"}]})
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     assert sum(isinstance(m, ToolMessage) for m in out["messages"]) == STEPS
+    # Each side is what it says: the bare agent exports no span, the floor its GenAI spans alone
+    # (an invoke_agent, a chat per model call, an execute_tool per tool call), ours those and the summary.
+    spans = _Discard.exported - exported
+    expected = {"bare": 0, "spans only": 2 * STEPS + 2}.get(variant, 2 * STEPS + 3)
+    assert spans == expected, f"{variant}: {spans} spans, expected {expected}"
     return wall, cpu
 
 
