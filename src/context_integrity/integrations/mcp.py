@@ -74,6 +74,20 @@ def _stamp_wire_tools(result: object) -> object:
     return result
 
 
+def _stamp_tool_models(tools: Any) -> Any:
+    """A server's listed tool models (1.x ``Tool`` infos, fastmcp's tools), each with its contract
+    in ``meta``: copies, the server's own are never changed. Never raises: on a failure, as listed."""
+    try:
+        out = []
+        for listed in tools:
+            meta = with_contract_meta(listed.meta, CONTRACTS.get(listed.name))
+            out.append(listed if meta is None else listed.model_copy(update={"meta": meta}))
+        return out
+    except Exception as ours:
+        record_internal_error(None, "publishing MCP tool contracts", ours)
+        return tools
+
+
 def _is_fastmcp(server: object) -> bool:
     return type(server).__module__.startswith("fastmcp")
 
@@ -88,16 +102,7 @@ def _stamp_tool_manager(server: Any) -> None:
     listed = manager.list_tools
 
     def stamped() -> Any:
-        tools = listed()
-        try:
-            out = []
-            for info in tools:
-                meta = with_contract_meta(info.meta, CONTRACTS.get(info.name))
-                out.append(info if meta is None else info.model_copy(update={"meta": meta}))
-            return out
-        except Exception as ours:
-            record_internal_error(None, "publishing MCP tool contracts", ours)
-            return tools
+        return _stamp_tool_models(listed())
 
     manager.list_tools = stamped
 
@@ -244,17 +249,7 @@ def _fastmcp_middleware(*, serve: bool, judge: bool) -> Any:
     class ContextIntegrityMiddleware(Middleware):
         async def on_list_tools(self, context: Any, call_next: Any) -> Any:
             tools = await call_next(context)
-            if not serve:
-                return tools
-            try:
-                stamped = []
-                for listed in tools:
-                    meta = with_contract_meta(listed.meta, CONTRACTS.get(listed.name))
-                    stamped.append(listed if meta is None else listed.model_copy(update={"meta": meta}))
-                return stamped
-            except Exception as ours:
-                record_internal_error(None, "publishing MCP tool contracts", ours)
-                return tools
+            return _stamp_tool_models(tools) if serve else tools
 
         async def on_call_tool(self, context: Any, call_next: Any) -> Any:
             result = await call_next(context)
