@@ -55,13 +55,17 @@ def _declared_words(column: NormalizedColumn) -> str:
     return f"declared {column.type}" + (" (nullable)" if column.nullable else "")
 
 
-def _offender_phrase(violation: ColumnViolation) -> str:
+def _first_offender(violation: ColumnViolation, keyless: str) -> str:
+    """The first offending cell as a sentence names it; ``keyless`` names a row without the key."""
     if violation.got == "missing":
-        first = "a row without that key"
-    elif violation.got == "None":
-        first = "None"
-    else:
-        first = f"{violation.sample}, which is {violation.got}"
+        return keyless
+    if violation.got == "None":
+        return "None"
+    return f"{violation.sample}, which is {violation.got}"
+
+
+def _offender_phrase(violation: ColumnViolation) -> str:
+    first = _first_offender(violation, "a row without that key")
     if violation.other_kinds:
         return f"the first is {first}; others are {', '.join(violation.other_kinds)}"
     return f"the first is {first}"
@@ -115,12 +119,7 @@ def missing_message(
 def refusal(tool_name: str, violations: list[ColumnViolation], missing: list[str]) -> str:
     problems: list[str] = []
     for violation in violations[:MAX_NAMED_IN_REFUSAL]:
-        if violation.got == "missing":
-            first = "a row without the key"
-        elif violation.got == "None":
-            first = "None"
-        else:
-            first = f"{violation.sample}, which is {violation.got}"
+        first = _first_offender(violation, "a row without the key")
         problems.append(
             f"{violation.column!r} is declared {violation.declared} but {violation.rows} of "
             f"{plural(violation.of_rows, 'row')} hold something else, the first being {first}"
