@@ -91,7 +91,11 @@ def _operation_in(attributes: Mapping[str, object]) -> str | None:
 
 def tool_name_of(span: Span) -> str | None:
     """The tool a tool span executes, by either convention's attribute."""
-    return _text(_attributes(span), names.GEN_AI_TOOL_NAME, names.OPENINFERENCE_TOOL_NAME)
+    return _tool_name_in(_attributes(span))
+
+
+def _tool_name_in(attributes: Mapping[str, object]) -> str | None:
+    return _text(attributes, names.GEN_AI_TOOL_NAME, names.OPENINFERENCE_TOOL_NAME)
 
 
 def tool_call_id_of(span: Span) -> str | None:
@@ -105,7 +109,7 @@ def _is_ours(span: Span) -> bool:
 
 
 def _is_this_tool(span: Span, tool_name: str, attributes: Mapping[str, object]) -> bool:
-    named = _text(attributes, names.GEN_AI_TOOL_NAME, names.OPENINFERENCE_TOOL_NAME)
+    named = _tool_name_in(attributes)
     if named is not None:
         return named == tool_name
     # OpenInference sets ``tool.name`` only when its span ends; until then the span's name says it.
