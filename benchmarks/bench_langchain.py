@@ -164,7 +164,8 @@ def _one_run(variant: str) -> tuple[float, float]:
     return wall, cpu
 
 
-def main(rounds: int) -> None:
+def main(rounds: int = 30) -> tuple[float, float]:
+    """The CPU ratios of the two judged sides to the bare agent (columns, every seam)."""
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(_Discard()))
     # instrument=(): setup() would otherwise arm the framework for the bare side too; the judged side adds the middleware itself.
@@ -202,7 +203,8 @@ def main(rounds: int) -> None:
         verdict = "met" if ratio <= TARGET else "MISSED"
         print(f"target <= {TARGET:.2f}x (cpu median), {variant}: {verdict} ({ratio:.2f}x)")
     ci.shutdown()
+    return ratios["cpu columns"], ratios["cpu every seam"]
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 30)
+    main(int(sys.argv[1])) if len(sys.argv) > 1 else main()

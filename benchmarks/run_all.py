@@ -36,7 +36,7 @@ ORDER = (
     "bench_read_back",
 )
 # What a script's tuple of ratios stands for, where it returns one.
-PARTS = {"bench_read_back": ("time", "memory")}
+PARTS = {"bench_read_back": ("time", "memory"), "bench_langchain": ("columns", "every seam")}
 # Arguments for a script whose main() needs one.
 ROUNDS_DEFAULT = 5
 
