@@ -36,7 +36,15 @@ ORDER = (
     "bench_read_back",
 )
 # What a script's tuple of ratios stands for, where it returns one.
-PARTS = {"bench_read_back": ("time", "memory"), "bench_langchain": ("columns", "every seam")}
+PARTS = {
+    "bench_read_back": ("time", "memory"),
+    "bench_langchain": (
+        "columns",
+        "every seam",
+        "columns, beside OpenInference",
+        "every seam, beside OpenInference",
+    ),
+}
 # Arguments for a script whose main() needs one.
 ROUNDS_DEFAULT = 5
 

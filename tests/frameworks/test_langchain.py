@@ -46,7 +46,10 @@ import context_integrity as ci
 from context_integrity.integrations import SUPPORTED
 from context_integrity.integrations import _langchain_tools as tool_part
 from context_integrity.integrations import langchain as integration
+from context_integrity.findings import CHECKED_PASS, Encounter
+from context_integrity.judge.registry import REGISTRY, RegisteredCheck
 from context_integrity.judge.seams import unjudged_refusal
+from context_integrity.ledger import CheckerDeadError, CheckId
 from context_integrity.telemetry import names
 from context_integrity.telemetry.setup import CONTRACTS
 
@@ -495,6 +498,68 @@ def test_with_every_dial_off_the_model_and_the_caller_see_exactly_what_they_saw_
     assert list(judged) == list(bare)
     assert _plain(judged["messages"]) == _plain(bare["messages"])
     assert len(telemetry.summaries()) == 1, "it did run"
+
+
+def test_the_agent_graph_gets_no_node_and_no_state_of_ours(telemetry: Telemetry) -> None:
+    """A node of ours would be one more step the host's tracers record, with the whole state."""
+    telemetry.configure(check_column_types="warn")
+    integration.uninstrument_all()
+    bare = create_agent(_script(), tools=[lun_tool()])
+    integration.instrument_all()
+    try:
+        judged = create_agent(_script(), tools=[lun_tool()])
+        out = judged.invoke({"messages": QUESTION})
+    finally:
+        integration.uninstrument_all()
+    assert set(judged.get_graph().nodes) == set(bare.get_graph().nodes)
+    assert set(judged.builder.channels) == set(bare.builder.channels)
+    assert set(out) == {"messages"}
+    one_run(telemetry)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_dev_posture_fails_the_invocation_whose_check_is_dead(telemetry: Telemetry, mode: str) -> None:
+    """As ``ci.run`` does: the run ends on the record first, then the caller sees the dead check."""
+    rotted = CheckId("duplicate-execution", "write")
+    double = RegisteredCheck(
+        "rotted double",
+        rows=(rotted,),
+        armed=lambda contracts, dials: True,
+        write=lambda state, seen: Encounter(disposition=CHECKED_PASS),
+        rule_version="1",
+        canary=lambda: Encounter(findings=[], disposition=CHECKED_PASS),  # misses its canary
+    )
+    REGISTRY.register(double)
+    try:
+        telemetry.configure(posture="dev", check_column_types="warn")
+        agent = create_agent(
+            _script(), tools=[lun_tool()], middleware=[integration.ContextIntegrityMiddleware()]
+        )
+        with pytest.raises(CheckerDeadError) as raised:
+            if mode == "sync":
+                agent.invoke({"messages": QUESTION})
+            else:
+                asyncio.run(agent.ainvoke({"messages": QUESTION}))
+    finally:
+        REGISTRY.unregister(double)
+    assert (raised.value.check, raised.value.seam) == rotted
+    _, summary = one_run(telemetry)
+    assert dict(summary.attributes or {})[names.RUN_OUTCOME] == "checker-dead"
+
+
+def test_an_invocation_begun_without_our_callback_is_not_judged_says_so_and_the_next_is(
+    telemetry: Telemetry, caplog: pytest.LogCaptureFixture
+) -> None:
+    telemetry.configure(check_column_types="warn")
+    agent = create_agent(_script(), tools=[lun_tool()], middleware=[integration.ContextIntegrityMiddleware()])
+    integration.uninstrument_all()  # takes our callback away from every invocation begun after it
+    with caplog.at_level("ERROR", logger="context_integrity"):
+        first = agent.invoke({"messages": QUESTION})
+    assert first["messages"][-1].content == "done"
+    assert telemetry.summaries() == []
+    assert "root run is unknown" in caplog.text
+    agent.invoke({"messages": QUESTION})  # the first call put the callback back
+    one_run(telemetry)
 
 
 def test_the_per_agent_middleware_works_without_instrument_all(telemetry: Telemetry) -> None:

@@ -1,10 +1,10 @@
-"""The runs of LangChain agents: one per invocation, found from the agent's state, always closed.
+"""The runs of LangChain agents: one per invocation, keyed by the agent's root run, always closed.
 
-``before_agent`` opens an :class:`AgentRun` and puts its key into the agent's state (a private
-field: never in the agent's input or output), so every later hook of the same invocation, on
-whatever thread, finds it. ``after_agent`` closes it; when the agent raises, LangChain skips
-``after_agent``, and :class:`RunEnds`, a callback LangChain adds to every run through its
-configure hook, closes it when the agent's root run ends. Only imported by :mod:`.langchain`.
+The agent's first model or tool call opens an :class:`AgentRun` for the invocation it is part
+of, found through :class:`RunEnds`: a callback LangChain adds to every run through its configure
+hook, which learns the root run of each of the agent's own nodes (``model``, ``tools``) as they
+start, and closes the run when that root run ends, whether it returned or raised. The agent's
+graph gets no node and no state of ours. Only imported by :mod:`.langchain`.
 """
 
 from __future__ import annotations
@@ -13,15 +13,13 @@ import contextvars
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
-from typing import Annotated, Any, Final
+from collections.abc import Callable, Iterable
+from typing import Any, Final
 
-from langchain.agents.middleware import AgentState
-from langchain.agents.middleware.types import PrivateStateAttr
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.tracers import context as lc_tracer_context
-from typing_extensions import NotRequired
 
+from ..ledger import CheckerDeadError
 from ..limits import MAX_OPEN_HOST_RUNS
 from ..telemetry.emit import record_internal_error
 from ..telemetry.run import Run
@@ -30,9 +28,9 @@ from . import _langchain_frames as frames
 from ._langchain_frames import declare_tools
 
 MIDDLEWARE_NAME: Final = "context_integrity"
-# The agent's state key holding this invocation's run key (private: never in input or output).
-STATE_KEY: Final = "context_integrity_run"
-_BEFORE_AGENT_NODE: Final = f"{MIDDLEWARE_NAME}.before_agent"
+# The nodes of ``create_agent``'s graph our hooks run inside: each one's run is a child of the
+# agent's root run (a subgraph's, when the agent is a node of a larger graph).
+_AGENT_NODES: Final = frozenset({"model", "tools"})
 
 # The agent a tool of ours is running in: an agent invoked inside that tool is its own run.
 enclosing: contextvars.ContextVar[AgentRun | None] = contextvars.ContextVar(
@@ -45,14 +43,10 @@ tool_call_var: contextvars.ContextVar[tuple[AgentRun, Any] | None] = contextvars
 )
 
 
-class RunKeyState(AgentState[Any]):
-    context_integrity_run: NotRequired[Annotated[str, PrivateStateAttr]]
-
-
 class AgentRun:
     """One invocation of an agent: the judge's run, the context it lives in, and its lock."""
 
-    def __init__(self, key: str, agent_name: str, question: str | None, host_span: Any = None) -> None:
+    def __init__(self, key: Any, agent_name: str, question: str | None, host_span: Any = None) -> None:
         self.key = key
         self.lock = threading.Lock()
         # The run is opened and closed inside this context, so the span and run it makes
@@ -95,46 +89,46 @@ class AgentRun:
             self.context.run(self.run.__exit__, type(error) if error else None, error, None)
 
 
-_runs: OrderedDict[str, AgentRun] = OrderedDict()
+_runs: OrderedDict[Any, AgentRun] = OrderedDict()
 _runs_lock = threading.Lock()
 
 
-def remember(record: AgentRun) -> None:
+def run_of_root(root: Any, make: Callable[[], AgentRun]) -> AgentRun:
+    """The run of the invocation whose root run is ``root``; its first caller makes it."""
     evicted: list[AgentRun] = []
-    with _runs_lock:
-        _runs[record.key] = record
+    with _runs_lock:  # the parallel tool calls of one response may ask at once
+        record = _runs.get(root)
+        if record is not None:
+            return record
+        record = _runs[root] = make()
         while len(_runs) > MAX_OPEN_HOST_RUNS:
             evicted.append(_runs.popitem(last=False)[1])
+    RUN_ENDS.watch(root, record)
     for stale in evicted:
         stale.close()
+    return record
 
 
-def _forget(key: str) -> None:
+def _forget(key: Any) -> None:
     with _runs_lock:
         _runs.pop(key, None)
 
 
-def record_of(state: object) -> AgentRun | None:
-    key = state.get(STATE_KEY) if isinstance(state, dict) else None
-    if not isinstance(key, str):
-        return None
-    with _runs_lock:
-        return _runs.get(key)
-
-
 class RunEnds(BaseCallbackHandler):
-    """Closes a run when the agent's root run ends, which it does even when a tool raised.
+    """Knows the agent's root run of each of its running nodes, and closes a run when its root
+    run ends, which it does even when a tool or the model raised.
 
-    Installed process-wide through LangChain's configure hook; it looks only at chain runs:
-    the start of our ``before_agent`` node (to learn its root run) and the end of a root run
-    it watches.
+    Installed process-wide through LangChain's configure hook; it looks only at chain runs.
     """
 
     run_inline = True
+    # Only a dead check in dev posture leaves these methods (each catches all else), and that
+    # one is meant to fail the run loudly, as ``ci.run`` does: LangChain would log and drop it.
+    raise_error = True
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._parents: OrderedDict[Any, Any] = OrderedDict()
+        self._roots: OrderedDict[Any, Any] = OrderedDict()  # a running node's run -> its root run
         self._watched: dict[Any, AgentRun] = {}
 
     @property
@@ -164,17 +158,19 @@ class RunEnds(BaseCallbackHandler):
     def on_chain_start(
         self, serialized: Any, inputs: Any, *, run_id: Any, parent_run_id: Any = None, **kwargs: Any
     ) -> None:
-        if kwargs.get("name") != _BEFORE_AGENT_NODE or parent_run_id is None:
-            return
-        with self._lock:
-            self._parents[run_id] = parent_run_id
-            while len(self._parents) > MAX_OPEN_HOST_RUNS:
-                self._parents.popitem(last=False)
+        try:
+            if parent_run_id is None or kwargs.get("name") not in _AGENT_NODES:
+                return
+            with self._lock:
+                self._roots[run_id] = parent_run_id
+                while len(self._roots) > MAX_OPEN_HOST_RUNS:
+                    self._roots.popitem(last=False)
+        except Exception as ours:
+            record_internal_error(None, "following a LangChain run", ours)
 
     def root_of(self, node_run_id: Any) -> Any:
-        """The agent's root run, for the run of our ``before_agent`` node (once)."""
-        with self._lock:
-            return self._parents.pop(node_run_id, None)
+        """The root run of the agent whose node ``node_run_id`` is running, if we saw it start."""
+        return self._roots.get(node_run_id)
 
     def watch(self, root_run_id: Any, record: AgentRun) -> None:
         with self._lock:
@@ -183,6 +179,10 @@ class RunEnds(BaseCallbackHandler):
                 self._watched.pop(next(iter(self._watched)))
 
     def _ended(self, run_id: Any, error: BaseException | None) -> None:
+        if run_id in self._roots:  # a node ended: its root is asked for no more
+            with self._lock:
+                self._roots.pop(run_id, None)
+            return
         if run_id not in self._watched:
             return
         with self._lock:
@@ -190,6 +190,9 @@ class RunEnds(BaseCallbackHandler):
         if record is not None:
             try:
                 record.close(error)
+            except CheckerDeadError:
+                if error is None:
+                    raise  # dev posture: a run whose check is dead fails loudly
             except Exception as ours:
                 record_internal_error(None, "closing a LangChain run", ours)
 

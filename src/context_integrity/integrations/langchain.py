@@ -34,7 +34,6 @@ import inspect
 import logging
 import threading
 import types
-import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, cast
 
@@ -44,7 +43,6 @@ from langchain.agents.middleware.types import ModelResponse as LcModelResponse
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import BaseTool
 
-from ..ledger import CheckerDeadError
 from ..loop import content_text
 from ..telemetry.emit import record_internal_error
 from ..telemetry.model_call import ModelCall
@@ -53,15 +51,12 @@ from ._langchain_frames import METADATA_KEY, declare_tools
 from ._langchain_runs import (
     MIDDLEWARE_NAME,
     RUN_ENDS,
-    STATE_KEY,
     AgentRun,
-    RunKeyState,
     enclosing,
     install_run_ends,
     openinference_span,
-    record_of,
-    remember,
     remove_run_ends,
+    run_of_root,
     tool_call_var,
 )
 from ._langchain_tools import judging_copy, refused, tool_name_of, withheld
@@ -69,7 +64,6 @@ from ._langchain_tools import judging_copy, refused, tool_name_of, withheld
 __all__ = [
     "METADATA_KEY",
     "MIDDLEWARE_NAME",
-    "STATE_KEY",
     "ContextIntegrityMiddleware",
     "instrument_all",
     "uninstrument_all",
@@ -146,8 +140,6 @@ class ContextIntegrityMiddleware(AgentMiddleware[Any, Any, Any]):
     is harmless (it is not added twice).
     """
 
-    state_schema = RunKeyState
-
     def __init__(self) -> None:
         super().__init__()
         install_run_ends()
@@ -159,50 +151,26 @@ class ContextIntegrityMiddleware(AgentMiddleware[Any, Any, Any]):
         return MIDDLEWARE_NAME
 
     # ── the run ──────────────────────────────────────────────────────────
-    def _begin(self, state: Any) -> dict[str, Any] | None:
-        try:
-            key = uuid.uuid4().hex
-            node = _node_run_id()
-            root = RUN_ENDS.root_of(node) if node is not None else None
-            host = openinference_span(root) if root is not None else None
-            record = AgentRun(key, _agent_name(), _question(state), host_span=host)
-            remember(record)
+    # No before_agent or after_agent: each would add a node to the agent's graph, which the
+    # host's tracers (LangSmith, OpenInference) then trace with the whole state every run.
+    def _run_of(self, state: Any) -> AgentRun | None:
+        """The run of the invocation this model or tool call is part of; its first call opens it."""
+        node = _node_run_id()
+        root = RUN_ENDS.root_of(node) if node is not None else None
+        if root is None:
+            # Our callback was not configured into this invocation (uninstrument_all removed it
+            # after this agent was built); it is back for the next one.
             install_run_ends()
-            if root is not None:
-                RUN_ENDS.watch(root, record)
-            return {STATE_KEY: key}
-        except Exception as ours:
-            record_internal_error(None, "opening a LangChain run", ours)
-            return None
-
-    def _finish(self, state: Any) -> None:
-        try:
-            record = record_of(state)
-            if record is not None:
-                record.close()
-        except CheckerDeadError:
-            raise  # dev posture asked for it: a run whose check is dead fails loudly, as ci.run does
-        except Exception as ours:
-            record_internal_error(None, "closing a LangChain run", ours)
-
-    def before_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        return self._begin(state)
-
-    async def abefore_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        return self._begin(state)
-
-    def after_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        self._finish(state)
-        return None
-
-    async def aafter_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        self._finish(state)
-        return None
+            raise LookupError("the agent's root run is unknown: this invocation is not judged")
+        return run_of_root(
+            root,
+            lambda: AgentRun(root, _agent_name(), _question(state), host_span=openinference_span(root)),
+        )
 
     # ── compose and choice ───────────────────────────────────────────────
     def _request(self, request: Any) -> tuple[AgentRun, ModelCall, frozenset[str]] | None:
         try:
-            record = record_of(request.state)
+            record = self._run_of(request.state)
             if record is None or record.closed:
                 return None
             record.open(request.tools or ())
@@ -272,7 +240,7 @@ class ContextIntegrityMiddleware(AgentMiddleware[Any, Any, Any]):
         record = None
         try:
             tool = request.tool
-            record = record_of(request.state)
+            record = self._run_of(request.state)
             if record is None or record.closed or not isinstance(tool, BaseTool):
                 return None
             record.open()
