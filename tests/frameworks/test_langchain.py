@@ -43,10 +43,10 @@ from opentelemetry.trace import StatusCode
 from pydantic import BaseModel, Field
 
 import context_integrity as ci
+from context_integrity.findings import CHECKED_PASS, Encounter
 from context_integrity.integrations import SUPPORTED
 from context_integrity.integrations import _langchain_tools as tool_part
 from context_integrity.integrations import langchain as integration
-from context_integrity.findings import CHECKED_PASS, Encounter
 from context_integrity.judge.registry import REGISTRY, RegisteredCheck
 from context_integrity.judge.seams import unjudged_refusal
 from context_integrity.ledger import CheckerDeadError, CheckId
@@ -368,6 +368,31 @@ class TestRun:
         assert inner_run.parent is not None and ask.context is not None
         assert inner_run.parent.span_id == ask.context.span_id
         assert len({s.context.trace_id for s in armed.finished() if s.context is not None}) == 1
+
+    def test_a_run_parked_at_an_interrupt_is_closed_and_its_resumption_is_a_judged_run_of_its_own(
+        self, armed: Telemetry
+    ) -> None:
+        from langchain.agents.middleware import HumanInTheLoopMiddleware
+        from langgraph.checkpoint.memory import InMemorySaver
+        from langgraph.types import Command
+
+        armed.configure(check_column_types="warn")
+        model = scripted(call("lun_mappings", {"host_group": "vdi-a"}, "c1"), AIMessage(content="done"))
+        agent = create_agent(
+            model,
+            tools=[lun_tool()],
+            middleware=[HumanInTheLoopMiddleware(interrupt_on={"lun_mappings": True})],
+            checkpointer=InMemorySaver(),
+        )
+        thread = {"configurable": {"thread_id": "t1"}}
+        parked = agent.invoke({"messages": QUESTION}, thread)
+        assert "__interrupt__" in parked
+        one_run(armed)  # the parked invocation: its own summary, no tool run yet
+        armed.spans.clear()
+        resumed = agent.invoke(Command(resume={"decisions": [{"type": "approve"}]}), thread)
+        assert resumed["messages"][-1].content == "done"
+        one_run(armed)
+        assert kinds(armed.one(names.tool_span_name("lun_mappings"))) == ["column-type-mismatch"]
 
     def test_uninstrument_all_gives_create_agent_back_its_own_code(self, telemetry: Telemetry) -> None:
         telemetry.configure(check_column_types="warn")

@@ -5,11 +5,11 @@ call appends :class:`ContextIntegrityMiddleware` last (innermost); or a user pas
 ``create_agent(middleware=[...])`` for one agent. Agents compiled before ``setup()`` are not
 covered: LangChain reads an agent's middleware once, when it compiles the agent.
 
-The host's run is the run: ``before_agent`` opens the judge's run (its ``invoke_agent`` span
-starts at the first model or tool call, when the tools offered are known, so the tools' own
-declarations are armed), ``after_agent`` closes it, and when the agent raises, which skips
-``after_agent``, the host's own end of the agent's root run closes it (a LangChain callback,
-see :mod:`._langchain_runs`). A ``ci.run`` the user wrote around the agent is the run instead: no
+The host's run is the run: the agent's first model or tool call opens the judge's run (its
+``invoke_agent`` span starts there, when the tools offered are known, so the tools' own
+declarations are armed), and the host's own end of the agent's root run closes it, returned or
+raised (a LangChain callback, see :mod:`._langchain_runs`). No node and no state of ours is added
+to the agent's graph. A ``ci.run`` the user wrote around the agent is the run instead: no
 second ``invoke_agent``, no second summary. An agent invoked inside an instrumented agent's
 tool is its own run, under that tool's span.
 
