@@ -8,8 +8,10 @@ whose pydantic plugin runs when a pydantic model is defined) and with logfire
 made unimportable, as on a machine without it. Target: <= 2x in both. The
 package's names are imported on first use, so the practical figure is the
 second one measured: the import plus the names an application writes first
-(``setup``, ``tool``, ``run``, ``declare_tool``), which load the judge, the
-checks and the trace half of telemetry.
+(``setup``, ``tool``, ``run``, ``declare_tool``), which load the declarations,
+the dials and the trace half of telemetry. The judge's registry, the checks and
+the run state are not among them: they load when the first run (or tool call
+outside one) makes its judge, and that first run pays for them.
 
 The library's own import keeps the SDK's metrics and logs parts, pydantic and
 importlib.metadata off the import path; the subprocess also reports whether

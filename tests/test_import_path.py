@@ -34,6 +34,15 @@ KEPT_OFF_THE_IMPORT_PATH = (
 )
 
 
+# What ``setup``, ``tool``, ``run`` and ``declare_tool`` leave to the first run that makes a judge.
+JUDGED_AT_THE_FIRST_RUN = (
+    "context_integrity.judge.registry",
+    "context_integrity.judge.seams",
+    "context_integrity.judge.state",
+    "context_integrity.checks",
+)
+
+
 def _modules_after(code: str) -> list[str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SRC), env.get("PYTHONPATH", "")) if p)
@@ -56,6 +65,29 @@ def test_the_import_leaves_the_heavy_parts_unimported(code: str) -> None:
     assert heavy == []
     if "ci.setup" in code:  # the names really loaded what they name
         assert "context_integrity.telemetry.setup" in loaded
+    # The judge's registry, its checks and the run state wait for the first run (next test).
+    assert [m for m in loaded if m.startswith(JUDGED_AT_THE_FIRST_RUN)] == []
+
+
+def test_the_first_run_loads_the_checks_and_judges() -> None:
+    """A run opened in a fresh interpreter imports the registry itself, then judges as ever.
+
+    A run that failed to make its judge would go unjudged without raising (it must not break the
+    host), so only a fresh interpreter can show the lazy load works: here the run refuses bad rows.
+    """
+    code = (
+        "import context_integrity as ci\n"
+        "from opentelemetry.sdk.trace import TracerProvider\n"
+        "ci.setup(tracer_provider=TracerProvider(), instrument=(), check_column_types='enforce')\n"
+        "ci.declare_tool('luns', result_columns={'lun': 'number'})\n"
+        "with ci.run('q') as agent_run:\n"
+        "    delivered = agent_run.tool_result('luns', 'c1', [{'lun': ''}])\n"
+        "assert delivered.startswith('Result rejected'), delivered\n"
+        "assert [f.kind for f in agent_run.findings] == ['column-type-mismatch'], agent_run.findings\n"
+        "ci.shutdown()"
+    )
+    loaded = _modules_after(code)
+    assert {"context_integrity.judge.registry", "context_integrity.checks.column_types"} <= set(loaded)
 
 
 def test_a_pydantic_model_is_still_a_declaration_once_the_host_imports_pydantic() -> None:

@@ -14,8 +14,9 @@ without OpenTelemetry installed.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from . import _lazy
 
 if TYPE_CHECKING:
     from .checks.column_types import COLUMN_TYPE_CEILING
@@ -131,12 +132,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'context_integrity' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+    return _lazy.load(__name__, _HOMES, name, globals())
 
 
 def __dir__() -> list[str]:

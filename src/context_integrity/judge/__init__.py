@@ -6,15 +6,42 @@
 - :mod:`.state`: the per-run memory and what each seam hands its checks;
 - :mod:`.seams`: :class:`RunJudge`, one method per seam.
 
-Never imports OpenTelemetry.
+Never imports OpenTelemetry. Each name is imported on first use: ``setup()`` reads only the
+dials, so the registry, the checks and the run state load when the first run (or tool call
+outside one) makes a :class:`RunJudge`.
 """
 
 from __future__ import annotations
 
-from .book import ContractBook
-from .dials import COLUMN_DIALS, POSTURES, ColumnDial, Dials, ExternalGroundsProvider, Posture, SetupError
-from .registry import REGISTERED_CHECKS, REGISTRY, RegisteredCheck, Registry
-from .seams import ChoiceVerdict, InternalError, RunJudge, ToolVerdict
+from typing import TYPE_CHECKING, Any
+
+from .. import _lazy
+
+if TYPE_CHECKING:
+    from .book import ContractBook
+    from .dials import COLUMN_DIALS, POSTURES, ColumnDial, Dials, ExternalGroundsProvider, Posture, SetupError
+    from .registry import REGISTERED_CHECKS, REGISTRY, RegisteredCheck, Registry
+    from .seams import ChoiceVerdict, InternalError, RunJudge, ToolVerdict
+
+# name -> the module that owns it
+_HOMES: dict[str, str] = {
+    "ContractBook": "book",
+    "COLUMN_DIALS": "dials",
+    "POSTURES": "dials",
+    "ColumnDial": "dials",
+    "Dials": "dials",
+    "ExternalGroundsProvider": "dials",
+    "Posture": "dials",
+    "SetupError": "dials",
+    "REGISTERED_CHECKS": "registry",
+    "REGISTRY": "registry",
+    "RegisteredCheck": "registry",
+    "Registry": "registry",
+    "ChoiceVerdict": "seams",
+    "InternalError": "seams",
+    "RunJudge": "seams",
+    "ToolVerdict": "seams",
+}
 
 __all__ = [
     "COLUMN_DIALS",
@@ -34,3 +61,11 @@ __all__ = [
     "SetupError",
     "ToolVerdict",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    return _lazy.load(__name__, _HOMES, name, globals())
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})

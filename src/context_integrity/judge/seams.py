@@ -31,10 +31,11 @@ from ..findings import (
     finding_identity,
 )
 from ..ledger import CheckerDeadError, CheckId, DispositionLedger, LedgerRow
-from ..limits import MAX_FINDINGS_PER_RUN, MAX_IDENTITIES_PER_RUN, MAX_IDENTITY_CHARS, MAX_QUOTED_CHARS
+from ..limits import MAX_FINDINGS_PER_RUN, MAX_IDENTITIES_PER_RUN, MAX_IDENTITY_CHARS
 from ..loop import ModelResponse, RequestFrame
 from .book import ContractBook
 from .dials import Dials
+from .refusal import unjudged_refusal as unjudged_refusal  # re-exported: tests and integrations read it here
 from .registry import REGISTRY, RegisteredCheck, Registry
 from .state import AnswerSeen, ResponseSeen, RunState, ToolResultSeen, WireSeen
 
@@ -79,20 +80,6 @@ def _now_ms() -> int:
 
 
 _SEAM_ORDER: Final[tuple[Seam, ...]] = ("write", "compose", "choice", "claim", "wire")
-
-# What the model reads instead of rows that enforce could not judge: fail closed, never hand over
-# rows nobody looked at.
-UNJUDGED_REFUSAL: Final = (
-    "Result rejected: tool {tool!r} returned a result context-integrity could not check against the "
-    "columns it declares (check_column_types='enforce' withholds what it cannot judge); treat this "
-    "call as failed. The problem is recorded in the run's telemetry. No data was returned."
-)
-
-
-def unjudged_refusal(tool_name: object) -> str:
-    """The refusal for a result enforce could not judge (the tool name clipped, never raising)."""
-    name = tool_name if isinstance(tool_name, str) else type(tool_name).__name__
-    return UNJUDGED_REFUSAL.format(tool=name[:MAX_QUOTED_CHARS])
 
 
 class RunJudge:

@@ -21,7 +21,6 @@ from opentelemetry.trace import Span, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
 from ..findings import Finding, kinds_of
-from ..judge.registry import REGISTRY
 from ..ledger import CheckId
 from ..limits import MAX_ATTRIBUTE_CHARS, MAX_STACKTRACE_CHARS, MAX_STACKTRACE_FRAMES
 from ..loop import ExternalGrounding
@@ -363,10 +362,17 @@ def wants_passes(inst: Instrumentation | None) -> bool:
     )
 
 
+def _rule_version(check: str) -> str | None:
+    # Read when a finding or pass is emitted: a judge made it, so the registry is loaded by then.
+    from ..judge.registry import REGISTRY
+
+    return REGISTRY.rule_version(check)
+
+
 def provenance(finding: Finding) -> dict[str, AttributeValue]:
     """Which evaluator filed a finding: the library version and the check's rule version."""
     out: dict[str, AttributeValue] = {names.EVALUATOR_VERSION: instrumentation_version()}
-    rule = REGISTRY.rule_version(finding.kind)
+    rule = _rule_version(finding.kind)
     if rule is not None:
         out[names.EVALUATOR_RULE_VERSION] = rule
     return out
@@ -404,7 +410,7 @@ def pass_attributes(check: CheckId, span: Span) -> dict[str, AttributeValue]:
         names.FINDING_SEAM: check.seam,
         names.EVALUATOR_VERSION: instrumentation_version(),
     }
-    rule = REGISTRY.rule_version(check.check)
+    rule = _rule_version(check.check)
     if rule is not None:
         attributes[names.EVALUATOR_RULE_VERSION] = rule
     return _with_response_id(attributes, span)

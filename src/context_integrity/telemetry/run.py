@@ -20,7 +20,7 @@ import threading
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -30,7 +30,7 @@ from opentelemetry.util.types import AttributeValue
 from ..contracts import define_contract
 from ..contracts.toolsets import assert_suspension
 from ..findings import Finding
-from ..judge import RunJudge, SetupError
+from ..judge import SetupError
 from ..ledger import CheckerDeadError, LedgerRow
 from ..limits import MAX_PENDING_CALL_IDS, MAX_QUOTED_CHARS
 from ..loop import RequestFrame
@@ -47,6 +47,9 @@ from .setup import current
 from .spans import AGENT, HeldSpan, adopt_or_start, tracer_of
 from .tool_call import ToolScope as ToolScope  # re-exported: integrations/pydantic_ai.py reads it here
 from .tool_call import arguments_mapping, call_id_text, unopened_call
+
+if TYPE_CHECKING:
+    from ..judge import RunJudge
 
 logger = logging.getLogger("context_integrity")
 
@@ -124,6 +127,8 @@ class Run:
             self._inst = inst = current()
             release_abandoned()
             _warn_undeclared_grounds()
+            from ..judge.seams import RunJudge  # the registry and the checks load with the first run
+
             self.judge = judge = RunJudge(CONTRACTS, dials_in_force(inst))
             judge.keep_passes = wants_passes(inst)
             judge.begin()

@@ -12,13 +12,13 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
-from ..judge import RunJudge
 from . import names
 from .emit import record_internal_error
 from .posture import DEFAULT_DIALS
 from .processor import RunSummary
 
 if TYPE_CHECKING:
+    from ..judge import RunJudge
     from .instrumentation import Instrumentation
     from .run import Run
     from .spans import HeldSpan

@@ -18,8 +18,7 @@ from opentelemetry import context as otel_context
 from opentelemetry.trace import Span, SpanKind
 
 from ..contracts import ToolContract
-from ..judge import RunJudge
-from ..judge.seams import unjudged_refusal
+from ..judge.refusal import unjudged_refusal
 from ..limits import MAX_ATTRIBUTE_CHARS
 from ..text import clip
 from . import names
@@ -110,6 +109,8 @@ class ToolScope:
             self.judge = run.judge
             self.call_id = run.take_call_id(contract.name, given)
         else:
+            from ..judge.seams import RunJudge  # the registry and the checks load with the first judge
+
             self.judge = RunJudge(CONTRACTS, dials_in_force(inst), with_ledger=False)
             self.judge.keep_passes = wants_passes(inst)
             self.call_id = given or f"call_{uuid.uuid4().hex[:12]}"
