@@ -40,6 +40,7 @@ JUDGED_AT_THE_FIRST_RUN = (
     "context_integrity.judge.seams",
     "context_integrity.judge.state",
     "context_integrity.checks",
+    "context_integrity.loop",
 )
 
 

@@ -20,10 +20,9 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
-from ..findings import Finding, kinds_of
+from ..findings import ExternalGrounding, Finding, kinds_of
 from ..ledger import CheckId
 from ..limits import MAX_ATTRIBUTE_CHARS, MAX_STACKTRACE_CHARS, MAX_STACKTRACE_FRAMES
-from ..loop import ExternalGrounding
 from ..text import bounded_json, clip, render_value
 from . import names
 from .attributes import finding_attributes

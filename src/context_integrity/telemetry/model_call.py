@@ -20,13 +20,13 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind
 from opentelemetry.util.types import AttributeValue
 
-from ..findings import Finding
-from ..loop import ExternalGrounding, ModelResponse, RequestFrame, ToolCall
+from ..findings import ExternalGrounding, Finding
 from . import names
 from .emit import SpanEmitter, clipped, record_internal_error, record_judge_errors, set_text
 from .spans import CHAT, HeldSpan, find_host_span, start_held, tracer_of
 
 if TYPE_CHECKING:
+    from ..loop import ModelResponse, RequestFrame, ToolCall
     from .instrumentation import Instrumentation
     from .run import Run
 
@@ -157,7 +157,11 @@ class ModelCall:
         judged = False
         try:
             self._close_wire()
-            reply = response if response is not None else ModelResponse(calls=tuple(calls), text=text)
+            if response is None:
+                from ..loop import ModelResponse  # loaded with the judge by the time a model answers
+
+                response = ModelResponse(calls=tuple(calls), text=text)
+            reply = response
             if reply.response_id and self._held is not None:
                 set_text(self._held.span, names.GEN_AI_RESPONSE_ID, reply.response_id, owned=self._held.owned)
             for call in reply.calls:

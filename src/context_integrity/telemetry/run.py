@@ -33,7 +33,6 @@ from ..findings import Finding
 from ..judge import SetupError
 from ..ledger import CheckerDeadError, LedgerRow
 from ..limits import MAX_PENDING_CALL_IDS, MAX_QUOTED_CHARS
-from ..loop import RequestFrame
 from . import names
 from .emit import SpanEmitter, content, record_internal_error, record_judge_errors, set_content, wants_passes
 from .instrumentation import CONTRACTS, Instrumentation
@@ -50,6 +49,7 @@ from .tool_call import arguments_mapping, call_id_text, unopened_call
 
 if TYPE_CHECKING:
     from ..judge import RunJudge
+    from ..loop import RequestFrame
 
 logger = logging.getLogger("context_integrity")
 
