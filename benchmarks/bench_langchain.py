@@ -79,20 +79,18 @@ class SpansOnly(AgentMiddleware[Any, Any, Any]):
         self._tracer = instrumentation.tracer
         self._agent: Any = None
 
-    def before_agent(self, state: Any, runtime: Any) -> None:
-        self._agent = self._tracer.start_span(
-            names.run_span_name("agent"),
-            kind=trace.SpanKind.INTERNAL,
-            attributes={
-                names.GEN_AI_OPERATION_NAME: names.OPERATION_INVOKE_AGENT,
-                names.GEN_AI_AGENT_NAME: "agent",
-            },
-        )
-
-    def after_agent(self, state: Any, runtime: Any) -> None:
-        self._agent.end()
-
     def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        # As ours does, no node of its own: the agent span opens at the first model call, and
+        # (the floor has no callback to learn the run's end) closes at the answer.
+        if self._agent is None:
+            self._agent = self._tracer.start_span(
+                names.run_span_name("agent"),
+                kind=trace.SpanKind.INTERNAL,
+                attributes={
+                    names.GEN_AI_OPERATION_NAME: names.OPERATION_INVOKE_AGENT,
+                    names.GEN_AI_AGENT_NAME: "agent",
+                },
+            )
         span = self._tracer.start_span(
             names.chat_span_name("model"),
             context=trace.set_span_in_context(self._agent),
@@ -103,9 +101,12 @@ class SpansOnly(AgentMiddleware[Any, Any, Any]):
             },
         )
         try:
-            return handler(request)
+            response = handler(request)
         finally:
             span.end()
+        if not response.result[-1].tool_calls:
+            self._agent.end()
+        return response
 
     def wrap_tool_call(self, request: Any, handler: Any) -> Any:
         call = request.tool_call
