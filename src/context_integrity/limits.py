@@ -66,6 +66,9 @@ MAX_OTHER_OFFENDER_KINDS: Final = 3
 # executes would otherwise pile up for the whole run; the newest are kept.
 MAX_PENDING_CALL_IDS: Final = 256
 
+# Offered tool schemas a run remembers the enum words of (by identity); past it the memory starts over.
+MAX_ENUM_SCHEMAS_PER_RUN: Final = 256
+
 # Groups a run keeps suspended at once (``run.suspend``); past it the oldest suspension is dropped.
 MAX_SUSPENDED_GROUPS: Final = 256
 

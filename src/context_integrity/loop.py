@@ -177,13 +177,15 @@ def _json_text(value: object) -> str:
 
 
 def _part_text(part: object) -> str:
-    if isinstance(part, str):
+    # A plain dict (a row of a tool's result: the common part, once per row) is told without a call.
+    if type(part) is not dict and isinstance(part, str):
         return str(part)
     try:
-        if isinstance(part, (dict, Mapping)):  # dict first: a dict is told without the ABC check
-            text = part.get("text")
-            if part.get("type") == "text" and isinstance(text, str):
-                return str(text)
+        if type(part) is dict or isinstance(part, Mapping):
+            if part.get("type") == "text":
+                text = part.get("text")
+                if isinstance(text, str):
+                    return str(text)
         elif getattr(part, "type", None) == "text" and isinstance(getattr(part, "text", None), str):
             return str(part.text)  # type: ignore[attr-defined]  # an MCP TextContent model
         return _ENCODE(part)  # what _json_text does first, without its call: once per row of a result

@@ -74,6 +74,9 @@ def _request_messages(request: pm.ModelRequest, system: list[str]) -> list[Messa
 
 # One message as the judge reads it: its messages, and the system prompts it carried.
 _Converted = tuple[tuple[Message, ...], tuple[str, ...]]
+# A request's messages as the judge reads them, the system prompts they carried, and the latest
+# instructions among them.
+_Read = tuple[tuple[Message, ...], list[str], str | None]
 
 
 def _convert(message: pm.ModelMessage) -> _Converted:
@@ -107,7 +110,8 @@ class MessageCache:
         self._sent: list[pm.ModelMessage] = []  # the previous request's messages, in order
         self._out: list[Message] = []  # their conversions, concatenated
         self._system: list[str] = []  # the system prompts they carried
-        self._marks: list[tuple[int, int]] = []  # (len(_out), len(_system)) after each of them
+        # (len(_out), len(_system), the latest instructions so far) after each of them
+        self._marks: list[tuple[int, int, str | None]] = []
         self._tools: tuple[ToolDefinition, ...] = ()  # the tools the previous request offered
 
     def tools(self, declared: Sequence[PaiToolDefinition]) -> tuple[ToolDefinition, ...]:
@@ -147,8 +151,9 @@ class MessageCache:
         self._entries[id(message)] = (message, converted, parts)
         return converted
 
-    def read(self, messages: Sequence[pm.ModelMessage]) -> tuple[tuple[Message, ...], list[str]]:
-        """The messages and system prompts of a request, converting only what this run has not sent."""
+    def read(self, messages: Sequence[pm.ModelMessage]) -> _Read:
+        """The messages, system prompts and latest instructions of a request, converting only what
+        this run has not sent."""
         sent = self._sent
         # Neither the previous request's newest message nor this one's is taken with the prefix:
         # either may have been filled in since, so both go through convert.
@@ -158,9 +163,10 @@ class MessageCache:
         ):
             keep = next((i for i in range(keep) if messages[i] is not sent[i]), keep)
         if keep:
-            out_len, system_len = self._marks[keep - 1]
+            out_len, system_len, instructions = self._marks[keep - 1]
         else:
             out_len = system_len = 0
+            instructions = None
         del sent[keep:], self._marks[keep:], self._out[out_len:], self._system[system_len:]
         last = len(messages) - 1
         for index in range(keep, len(messages)):
@@ -168,9 +174,12 @@ class MessageCache:
             converted, prompts = self.convert(message, newest=index == last)
             self._out.extend(converted)
             self._system.extend(prompts)
+            # What _latest_instructions finds, kept as the history grows instead of walked for each request.
+            if isinstance(message, pm.ModelRequest) and message.instructions:
+                instructions = message.instructions
             sent.append(message)
-            self._marks.append((len(self._out), len(self._system)))
-        return tuple(self._out), list(self._system)
+            self._marks.append((len(self._out), len(self._system), instructions))
+        return tuple(self._out), list(self._system), instructions
 
 
 MAX_CACHED_MESSAGES: Final = 4096
@@ -181,14 +190,14 @@ def _same_parts(message: pm.ModelMessage, parts: tuple[object, ...]) -> bool:
     return len(now) == len(parts) and all(map(operator.is_, now, parts))
 
 
-def _read(messages: Sequence[pm.ModelMessage]) -> tuple[tuple[Message, ...], list[str]]:
+def _read(messages: Sequence[pm.ModelMessage]) -> _Read:
     out: list[Message] = []
     system: list[str] = []
     for message in messages:
         converted, prompts = _convert(message)
         out.extend(converted)
         system.extend(prompts)
-    return tuple(out), system
+    return tuple(out), system, _latest_instructions(messages)
 
 
 def _tools_of(declared: Sequence[PaiToolDefinition]) -> tuple[ToolDefinition, ...]:
@@ -212,14 +221,12 @@ def frame_of(
     cache: MessageCache | None = None,
 ) -> RequestFrame:
     """The request as the model receives it: instructions, messages with tool results, tools offered."""
-    out, system = cache.read(messages) if cache is not None else _read(messages)
+    out, system, latest_instructions = cache.read(messages) if cache is not None else _read(messages)
     parts = parameters.instruction_parts
     if parts:
         system.extend(p.content for p in parts if isinstance(p.content, str))
-    else:
-        latest_instructions = _latest_instructions(messages)
-        if latest_instructions:
-            system.append(latest_instructions)
+    elif latest_instructions:
+        system.append(latest_instructions)
     declared = parameters.declared_function_tools
     tools = cache.tools(declared) if cache is not None else _tools_of(declared)
     return RequestFrame(

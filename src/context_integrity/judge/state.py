@@ -22,6 +22,7 @@ from ..contracts.results import ResultReading, judged_value, read_result
 from ..contracts.semantic import FactRow, fact_rows_of
 from ..findings import Seam
 from ..limits import (
+    MAX_ENUM_SCHEMAS_PER_RUN,
     MAX_FACT_ROWS_PER_RUN,
     MAX_ONCE_EXECUTIONS,
     MAX_SERVED_TEXT_CHARS,
@@ -200,6 +201,10 @@ class RunState:
     last_frame: RequestFrame | None = None
     # The conversation so far, indexed: what the last request held, updated by each new one's difference.
     index: FrameIndex = field(default_factory=FrameIndex)
+    # The enum words of each schema offered, by identity: hosts offer the same schema object on
+    # every request, and it was walked again for every armed call. The schema is held, so its id
+    # is never reused while remembered.
+    offered_enums: dict[int, tuple[object, frozenset[str]]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def begin(cls, contracts: ContractBook, dials: Dials, *, grounding: bool) -> RunState:
@@ -216,7 +221,14 @@ class RunState:
     def enum_values(self, tool_name: str, offered_schema: object) -> frozenset[str]:
         """The lowered enum words the model was told for a tool: the offered schema's, else the contract's."""
         if offered_schema is not None:
-            return declared_enum_values(offered_schema)
+            known = self.offered_enums.get(id(offered_schema))
+            if known is not None and known[0] is offered_schema:
+                return known[1]
+            values = declared_enum_values(offered_schema)
+            if len(self.offered_enums) >= MAX_ENUM_SCHEMAS_PER_RUN:
+                self.offered_enums.clear()
+            self.offered_enums[id(offered_schema)] = (offered_schema, values)
+            return values
         contract = self.contracts.get(tool_name)
         return contract.enum_values if contract is not None else frozenset()
 
