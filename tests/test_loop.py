@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import json
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from context_integrity.contracts import absent
 from context_integrity.loop import (
     Message,
@@ -91,6 +94,46 @@ def test_unit_structured_content_is_json_with_default_str() -> None:
     text = content_text({"rows": [{"lun": 0, "who": Opaque()}]})
     assert json.loads(text) == {"rows": [{"lun": 0, "who": "opaque-7781"}]}
     assert content_text({"b": 1, "a": 2}) == content_text({"b": 1, "a": 2})
+
+
+def _part_by_part(parts: list[dict[str, object]]) -> str:
+    """The law of (b), spelled out: a text part is its text, any other part its JSON."""
+    return "\n".join(
+        p["text"]
+        if p.get("type") == "text" and isinstance(p.get("text"), str)
+        else json.dumps(p, default=str, ensure_ascii=False)
+        for p in parts
+    )
+
+
+# Values that could confuse a reading of the rows' JSON as a whole: a row boundary, a text part's
+# mark, nested rows.
+_TRICKY = st.sampled_from(["}, {", '"type": "text"', "text", "}\n{", "é", ""])
+_VALUES = st.recursive(
+    st.one_of(st.none(), st.integers(), _TRICKY, st.text(max_size=6)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(st.sampled_from(["a", "type", "text"]), inner, max_size=3),
+    ),
+    max_leaves=8,
+)
+_ROWS = st.lists(
+    st.dictionaries(st.sampled_from(["key", "type", "text", "}, {"]), _VALUES, max_size=4), max_size=6
+)
+
+
+@given(_ROWS)
+def test_property_a_results_rows_render_part_by_part(rows: list[dict[str, object]]) -> None:
+    # Rows are rendered from one encode of the whole list where that is provably the same text.
+    assert content_text(rows) == _part_by_part(rows)
+    assert content_text(tuple(rows)) == _part_by_part(rows)
+
+
+def test_unit_rows_render_one_per_line() -> None:
+    rows = [{"key": "k0", "size": 0}, {"key": "k1", "note": "a}, {b"}, {"type": "text", "text": "hi"}]
+    assert content_text(rows[:1] * 3).splitlines() == ['{"key": "k0", "size": 0}'] * 3
+    assert content_text(rows) == _part_by_part(rows)
+    assert content_text(rows).splitlines()[-1] == "hi"
 
 
 def test_unit_none_content_is_empty() -> None:

@@ -194,6 +194,29 @@ def _part_text(part: object) -> str:
     return _json_text(part)
 
 
+# What a text part's JSON holds; a list whose JSON holds it anywhere is read part by part.
+_TEXT_PART_MARK: Final = '"type": "text"'
+_ROW_BOUNDARY: Final = "}, {"
+
+
+def _rows_text(parts: list[object] | tuple[object, ...]) -> str | None:
+    """What the parts' texts joined by newlines are when every part is a plain dict and none a text
+    part (the rows of a tool's result), from one encode of the whole list; else ``None``.
+
+    The list's JSON is its parts' JSON joined by ``", "``, each boundary ``"}, {"``: when the JSON
+    holds that string exactly once per boundary, no part holds it, and the boundaries are those.
+    """
+    if len(parts) < 2 or set(map(type, parts)) != {dict}:
+        return None
+    try:
+        whole = _ENCODE(parts)
+    except Exception:  # circular, non-string keys, a hostile __str__: read part by part
+        return None
+    if _TEXT_PART_MARK in whole or whole.count(_ROW_BOUNDARY) != len(parts) - 1:
+        return None
+    return whole[1:-1].replace(_ROW_BOUNDARY, "}\n{")
+
+
 def _mcp_result_text(content: object) -> str | None:
     """The text an MCP ``CallToolResult`` (model or wire dict) puts before the model, else ``None``.
 
@@ -234,6 +257,9 @@ def content_text(content: object) -> str:
     if content is None:
         return ""
     if isinstance(content, (list, tuple)):
+        rows = _rows_text(content)
+        if rows is not None:
+            return rows
         try:
             return "\n".join([_part_text(part) for part in content])
         except Exception:

@@ -79,13 +79,17 @@ _Converted = tuple[tuple[Message, ...], tuple[str, ...]]
 _Read = tuple[tuple[Message, ...], list[str], str | None]
 
 
+def _as_history(response: pm.ModelResponse) -> _Converted:
+    text = "\n".join(p.content for p in response.parts if isinstance(p, pm.TextPart))
+    return (Message("assistant", text, tool_calls=_calls(response.parts)),), ()
+
+
 def _convert(message: pm.ModelMessage) -> _Converted:
     system: list[str] = []
     if isinstance(message, pm.ModelRequest):
         return tuple(_request_messages(message, system)), tuple(system)
     if isinstance(message, pm.ModelResponse):
-        text = "\n".join(p.content for p in message.parts if isinstance(p, pm.TextPart))
-        return (Message("assistant", text, tool_calls=_calls(message.parts)),), ()
+        return _as_history(message)
     return (), ()
 
 
@@ -145,11 +149,21 @@ class MessageCache:
                     self._entries[id(message)] = (message, converted, None)
                 return converted
         converted = _convert(message)
+        self._keep(message, converted, newest=newest)
+        return converted
+
+    def _keep(self, message: pm.ModelMessage, converted: _Converted, *, newest: bool) -> None:
         if len(self._entries) >= MAX_CACHED_MESSAGES:
             self._entries.clear()
         parts = tuple(getattr(message, "parts", ())) if newest else None
         self._entries[id(message)] = (message, converted, parts)
-        return converted
+
+    def response(self, response: pm.ModelResponse) -> Message:
+        """A response as the next request's history will hold it, read once: the run sends the
+        very object back. Kept as the newest message, so it is read again if its parts change."""
+        converted = _as_history(response)
+        self._keep(response, converted, newest=True)
+        return converted[0][0]
 
     def read(self, messages: Sequence[pm.ModelMessage]) -> _Read:
         """The messages, system prompts and latest instructions of a request, converting only what
@@ -234,11 +248,21 @@ def frame_of(
     )
 
 
-def response_of(response: pm.ModelResponse, parameters: ModelRequestParameters) -> ModelResponse:
+def response_of(
+    response: pm.ModelResponse, parameters: ModelRequestParameters, cache: MessageCache | None = None
+) -> ModelResponse:
     """The calls a response makes (the output tool is the answer, not a call) and its text."""
     outputs = frozenset(t.name for t in parameters.output_tools)
-    text = "\n".join(p.content for p in response.parts if isinstance(p, pm.TextPart))
-    return ModelResponse(calls=_calls(response.parts, outputs), text=text or None)
+    if cache is None:
+        text = "\n".join(p.content for p in response.parts if isinstance(p, pm.TextPart))
+        return ModelResponse(calls=_calls(response.parts, outputs), text=text or None)
+    # Read once for both: as the answer judged now, and as the history the next request sends.
+    history = cache.response(response)
+    calls = history.tool_calls
+    if outputs:
+        calls = tuple(call for call in calls if call.name not in outputs)
+    content = history.content
+    return ModelResponse(calls=calls, text=content if isinstance(content, str) and content else None)
 
 
 def answer_text(output: object) -> str:

@@ -228,14 +228,13 @@ class ContextIntegrity(AbstractCapability[Any]):
             record_internal_error(run.span, "reading a pydantic-ai request", ours)
             return None
 
-    @staticmethod
     def choice(
-        call: ModelCall | None, response: pm.ModelResponse, parameters: ModelRequestParameters
+        self, call: ModelCall | None, response: pm.ModelResponse, parameters: ModelRequestParameters
     ) -> None:
         if call is None:
             return
         try:
-            call.respond(response_of(response, parameters))
+            call.respond(response_of(response, parameters, self._messages))
         except Exception as ours:
             record_internal_error(call.span, "reading a pydantic-ai response", ours)
             call.end()
