@@ -10,7 +10,8 @@ tool's call) is left out; nothing here raises on odd content.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from ..loop import Message, RequestFrame, Role, ToolCall, ToolDefinition, content_text
@@ -30,21 +31,25 @@ _MAPPING_TYPES: dict[type, bool] = {}
 _MAX_MAPPING_TYPES = 256
 
 
-def _get(item: object, key: str) -> Any:
+Reader = Callable[[str, None], Any]
+
+
+def _reader(item: object) -> Reader:
+    """How ``item``'s fields are read, asked once per item: ``reader(key, None)`` is the field or ``None``."""
     kind = type(item)
     if kind is dict:  # the usual shape
-        return item.get(key)  # type: ignore[attr-defined]
+        return item.get  # type: ignore[attr-defined, no-any-return]
     try:
         mapping = _MAPPING_TYPES.get(kind)
     except TypeError:  # a type whose metaclass made it unhashable: asked every time
-        return item.get(key) if isinstance(item, Mapping) else getattr(item, key, None)
+        mapping = isinstance(item, Mapping)
     if mapping is None:
         mapping = isinstance(item, Mapping)
         if len(_MAPPING_TYPES) < _MAX_MAPPING_TYPES:
             _MAPPING_TYPES[kind] = mapping
     if mapping:
-        return item.get(key)  # type: ignore[attr-defined]
-    return getattr(item, key, None)
+        return item.get  # type: ignore[attr-defined, no-any-return]
+    return partial(getattr, item)
 
 
 def _text(content: object) -> str:
@@ -54,9 +59,10 @@ def _text(content: object) -> str:
     if isinstance(content, (list, tuple)):
         texts: list[str] = []
         for part in content:
-            text = _get(part, "text")
+            get = _reader(part)
+            text = get("text", None)
             if not isinstance(text, str):
-                text = _get(part, "refusal")
+                text = get("refusal", None)
             texts.append(text if isinstance(text, str) else content_text(part))
         return "\n".join(texts)
     return content_text(content)
@@ -64,26 +70,29 @@ def _text(content: object) -> str:
 
 def arguments_of(raw: object) -> Mapping[str, Any]:
     """A call's arguments: the JSON object the model wrote, ``{}`` when it wrote something else."""
-    if isinstance(raw, Mapping):
-        return raw
-    if not isinstance(raw, str) or not raw:
-        return {}
-    try:
-        parsed = json.loads(raw)
-    except ValueError:
-        return {}
-    return parsed if isinstance(parsed, dict) else {}
+    # Text is asked first: the model writes its arguments as JSON text, and the Mapping ABC's
+    # isinstance is Python-level work on every call.
+    if isinstance(raw, str):
+        if not raw:
+            return {}
+        try:
+            parsed = json.loads(raw)
+        except ValueError:
+            return {}
+        return parsed if isinstance(parsed, dict) else {}
+    return raw if isinstance(raw, Mapping) else {}
 
 
 # A run's history comes back whole every turn: each call is read once, by id, and kept.
 CallMemo = dict[tuple[str, object], ToolCall]
 
 
-def _call_of(item: object, memo: CallMemo | None = None) -> ToolCall | None:
-    name, call_id = _get(item, "name"), _get(item, "call_id")
+def _call_of(get: Reader, memo: CallMemo | None = None) -> ToolCall | None:
+    """The call a ``function_call`` item (read by ``get``) asks for."""
+    name, call_id = get("name", None), get("call_id", None)
     if not isinstance(name, str) or not isinstance(call_id, str):
         return None
-    raw = _get(item, "arguments")
+    raw = get("arguments", None)
     key = (call_id, raw if isinstance(raw, str) else id(raw))
     if memo is not None:
         known = memo.get(key)
@@ -108,29 +117,30 @@ def messages_of(items: Iterable[object], memo: CallMemo | None = None) -> list[M
             pending.clear()
 
     for item in items:
-        kind = _get(item, "type")
+        get = _reader(item)
+        kind = get("type", None)
         if kind == "function_call":
-            call = _call_of(item, memo)
+            call = _call_of(get, memo)
             if call is not None:
                 asked[call.call_id] = call.name
                 pending.append(call)
             continue
         flush()
         if kind == "function_call_output":
-            call_id = _get(item, "call_id")
+            call_id = get("call_id", None)
             call_id = call_id if isinstance(call_id, str) else None
             messages.append(
                 Message(
                     "tool",
-                    _text(_get(item, "output")),
+                    _text(get("output", None)),
                     tool_name=asked.get(call_id or ""),
                     tool_call_id=call_id,
                 )
             )
             continue
-        role = _get(item, "role")
+        role = get("role", None)
         if kind in (None, "message") and isinstance(role, str) and role in _ROLES:
-            messages.append(Message(_ROLES[role], _text(_get(item, "content"))))
+            messages.append(Message(_ROLES[role], _text(get("content", None))))
     flush()
     return messages
 
@@ -175,13 +185,14 @@ def response_of(output: Iterable[object]) -> tuple[tuple[ToolCall, ...], str | N
     calls: list[ToolCall] = []
     texts: list[str] = []
     for item in output:
-        kind = _get(item, "type")
+        get = _reader(item)
+        kind = get("type", None)
         if kind == "function_call":
-            call = _call_of(item)
+            call = _call_of(get)
             if call is not None:
                 calls.append(call)
         elif kind == "message":
-            texts.append(_text(_get(item, "content")))
+            texts.append(_text(get("content", None)))
     return tuple(calls), ("\n".join(texts) if texts else None)
 
 

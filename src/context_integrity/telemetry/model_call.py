@@ -70,7 +70,7 @@ class ModelCall:
         judged = False
         try:
             inst = self._inst = agent_run._inst
-            adopted = find_host_span(CHAT, span=host_span)
+            adopted = find_host_span(CHAT, span=host_span, run_span=agent_run.span)
             if adopted is not None:  # the host's, only enriched: never made current by us
                 self._held = held = HeldSpan(adopted, owned=False)
             else:

@@ -122,17 +122,20 @@ def find_host_span(
     tool_name: str | None = None,
     span: Span | None = None,
     context: Context | None = None,
+    run_span: Span | None = None,
 ) -> Span | None:
     """The host's span for ``operation``, or ``None`` when there is none to adopt.
 
     ``span`` is one an integration knows is the host's: taken as it is while it records. Otherwise
     the current span (of ``context``, the current context by default), when it records, is not
-    ours, stands for ``operation`` and (for a tool) executes ``tool_name``.
+    ours, stands for ``operation`` and (for a tool) executes ``tool_name``. ``run_span`` is the
+    enclosing run's span: when it is the current one (the usual case), it stands for the run, not
+    for a model or tool call, and nothing more is read from it.
     """
     if span is not None:
         return span if span.is_recording() else None
     current = trace.get_current_span(context)
-    if not current.is_recording() or _is_ours(current):
+    if current is run_span or not current.is_recording() or _is_ours(current):
         return None
     attributes = _attributes(current)  # read once: the SDK builds a new view on every read
     if _operation_in(attributes) != operation:

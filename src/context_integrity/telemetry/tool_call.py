@@ -103,7 +103,13 @@ class ToolScope:
         # and the id is one of the attributes a span of ours starts with.
         # The current context, read once: where the host's span is looked for and ours goes.
         here = otel_context.get_current()
-        adopted = find_host_span(TOOL, tool_name=contract.name, span=host_span, context=here)
+        adopted = find_host_span(
+            TOOL,
+            tool_name=contract.name,
+            span=host_span,
+            context=here,
+            run_span=run.span if run is not None else None,
+        )
         given = call_id or (tool_call_id_of(adopted) if adopted is not None else None)
         if run is not None and run.judge is not None:
             self.judge = run.judge
