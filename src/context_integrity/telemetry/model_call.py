@@ -193,8 +193,9 @@ class ModelCall:
         self._close_wire()
         self._ended = True
         token, self._call_token = self._call_token, None
-        if token is not None:
-            # Ended from another context (a task that outlived its call): nothing to restore there.
+        # Ended from another context (a task that outlived its call, a host whose hooks each run in
+        # a task of their own): nothing to restore there, and asked first rather than raised.
+        if token is not None and _current_call.get() is self:
             try:  # noqa: SIM105 - a plain try: this runs on every model call
                 _current_call.reset(token)
             except Exception:
