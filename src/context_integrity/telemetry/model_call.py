@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from opentelemetry import trace
+from opentelemetry import context as otel_context
 from opentelemetry.trace import Span, SpanKind
 from opentelemetry.util.types import AttributeValue
 
@@ -70,12 +70,13 @@ class ModelCall:
         judged = False
         try:
             inst = self._inst = agent_run._inst
-            adopted = find_host_span(CHAT, span=host_span, run_span=agent_run.span)
+            here = otel_context.get_current()
+            adopted = find_host_span(CHAT, span=host_span, context=here, run_span=agent_run.span)
             if adopted is not None:  # the host's, only enriched: never made current by us
                 self._held = held = HeldSpan(adopted, owned=False)
             else:
                 span_name, attributes = _static_of(model)
-                parent = trace.set_span_in_context(agent_run.span) if agent_run.span is not None else None
+                parent = agent_run.child_context(here)
                 self._held = held = start_held(
                     inst.tracer if inst is not None else tracer_of(None),
                     span_name,

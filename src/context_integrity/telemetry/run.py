@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
+from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind
 from opentelemetry.util.types import AttributeValue
 
@@ -115,6 +116,9 @@ class Run:
         self._host_runs: list[Span] = []
         self._host_run_count = 0
         self._ids_lock = threading.Lock()
+        # The context our model-call spans start in, made from the context current then: the same
+        # context comes back for every request of a turn-by-turn host, so it is made once for it.
+        self._children: tuple[Context, Span, Context] | None = None
 
     @property
     def adopted(self) -> bool:
@@ -275,6 +279,19 @@ class Run:
                 held.span.set_attribute(names.GEN_AI_OPERATION_NAME, names.OPERATION_USER_RUN)
         except Exception as ours:
             record_internal_error(held.span, "joining a framework run", ours)
+
+    def child_context(self, here: Context) -> Context | None:
+        """``here`` with the run span current in it (``None`` before the run has a span): where a
+        span of a step of this run starts."""
+        span = self.span
+        if span is None:
+            return None
+        made = self._children
+        if made is not None and made[0] is here and made[1] is span:
+            return made[2]
+        child = trace.set_span_in_context(span, here)
+        self._children = (here, span, child)
+        return child
 
     # ── reading the run ────────────────────────────────────────────────
     def ledger(self) -> list[LedgerRow]:
