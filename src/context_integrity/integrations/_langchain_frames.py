@@ -18,6 +18,7 @@ from typing import Any, Final
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.tools import BaseTool
 
+from .._memo import IdentityMemo
 from ..contracts import DeclarationError, ToolContract
 from ..contracts.errors import refuse
 from ..loop import Message, ModelResponse, RequestFrame, Role, ToolCall, ToolDefinition, content_text
@@ -48,28 +49,24 @@ _ROLES: Final[Mapping[str, Role]] = {
 
 # Tool definitions by tool object: a schema is rendered once per tool, not once per request.
 _MAX_DEFINITIONS: Final = 512
-_definitions: dict[int, tuple[object, ToolDefinition]] = {}
+_definitions: Final[IdentityMemo[BaseTool, ToolDefinition]] = IdentityMemo(_MAX_DEFINITIONS)
 _MAX_CACHED_MESSAGES: Final = 4096
-_model_names: dict[int, tuple[object, str]] = {}
+_model_names: Final[IdentityMemo[object, str]] = IdentityMemo(_MAX_DEFINITIONS)
 # Python names of @ci.tool functions declared again under their LangChain tool's name.
 _renamed: set[str] = set()
 
 
 def model_name(model: object) -> str:
     """The model's own name for itself, else its class name (read once per model object)."""
-    cached = _model_names.get(id(model))
-    if cached is not None and cached[0] is model:
-        return cached[1]
-    name = type(model).__name__
+    return _model_names.of(model, _read_model_name)
+
+
+def _read_model_name(model: object) -> str:
     for attribute in ("model_name", "model", "model_id"):
         value = getattr(model, attribute, None)
         if isinstance(value, str) and value:
-            name = value
-            break
-    if len(_model_names) >= _MAX_DEFINITIONS:
-        _model_names.clear()
-    _model_names[id(model)] = (model, name)
-    return name
+            return value
+    return type(model).__name__
 
 
 def _calls(message: AIMessage, offered: frozenset[str] | None = None) -> tuple[ToolCall, ...]:
@@ -128,14 +125,11 @@ def definition(tool: object) -> ToolDefinition | None:
         )
     if not isinstance(tool, BaseTool):
         return None
-    cached = _definitions.get(id(tool))
-    if cached is not None and cached[0] is tool:
-        return cached[1]
-    made = ToolDefinition(tool.name, tool.description or None, _schema(tool))
-    if len(_definitions) >= _MAX_DEFINITIONS:
-        _definitions.clear()
-    _definitions[id(tool)] = (tool, made)
-    return made
+    return _definitions.of(tool, _definition_of)
+
+
+def _definition_of(tool: BaseTool) -> ToolDefinition:
+    return ToolDefinition(tool.name, tool.description or None, _schema(tool))
 
 
 def _definitions_of(tools: tuple[object, ...]) -> tuple[ToolDefinition, ...]:
@@ -152,7 +146,7 @@ class MessageCache:
     __slots__ = ("_last", "_seen")
 
     def __init__(self) -> None:
-        self._seen: dict[int, tuple[BaseMessage, Message]] = {}
+        self._seen: IdentityMemo[BaseMessage, Message] = IdentityMemo(_MAX_CACHED_MESSAGES)
         # The previous request's messages and their translation: the next request usually
         # repeats them as its prefix (same objects), so that part is reused without lookups.
         self._last: tuple[tuple[BaseMessage, ...], tuple[Message, ...]] = ((), ())
@@ -171,14 +165,7 @@ class MessageCache:
         return out
 
     def __call__(self, m: BaseMessage) -> Message:
-        hit = self._seen.get(id(m))
-        if hit is not None and hit[0] is m:
-            return hit[1]
-        made = message(m)
-        if len(self._seen) >= _MAX_CACHED_MESSAGES:
-            self._seen.clear()
-        self._seen[id(m)] = (m, made)
-        return made
+        return self._seen.of(m, message)
 
 
 def frame(request: Any, cache: MessageCache | None, model: str | None = None) -> RequestFrame:

@@ -14,6 +14,7 @@ from typing import Any, Final
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
 
+from .._memo import IdentityMemo
 from ..contracts import define_contract
 from ..judge.seams import unjudged_refusal
 from ..telemetry.emit import record_internal_error
@@ -93,7 +94,7 @@ def _deliver(record: AgentRun, scope: ToolScope, raw: Any, artifact_only: bool, 
 
 
 _MAX_PROXIES: Final = 512
-_proxies: dict[int, tuple[BaseTool, BaseTool]] = {}
+_proxies: Final[IdentityMemo[BaseTool, BaseTool]] = IdentityMemo(_MAX_PROXIES)
 
 
 def judging_copy(tool: BaseTool) -> BaseTool:
@@ -103,9 +104,10 @@ def judging_copy(tool: BaseTool) -> BaseTool:
     inherits from ``wrap_tool_call``. A ``@ci.tool`` function inside the tool is called
     unwrapped: this copy judges it, once.
     """
-    cached = _proxies.get(id(tool))
-    if cached is not None and cached[0] is tool:
-        return cached[1]
+    return _proxies.of(tool, _judged_copy_of)
+
+
+def _judged_copy_of(tool: BaseTool) -> BaseTool:
     updates: dict[str, Any] = {}
     for attribute in ("func", "coroutine"):
         fn = getattr(tool, attribute, None)
@@ -150,7 +152,4 @@ def judging_copy(tool: BaseTool) -> BaseTool:
 
     object.__setattr__(proxy, "_run", judged_run)
     object.__setattr__(proxy, "_arun", judged_arun)
-    if len(_proxies) >= _MAX_PROXIES:
-        _proxies.clear()
-    _proxies[id(tool)] = (tool, proxy)
     return proxy

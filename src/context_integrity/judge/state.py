@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._memo import IdentityMemo
 from ..checks.duplicate_execution import Execution, arguments_key
 from ..checks.empty_lookup import ProducedCorpus
 from ..checks.unsupported_argument import TextCorpus, _Corpus
@@ -202,9 +203,10 @@ class RunState:
     # The conversation so far, indexed: what the last request held, updated by each new one's difference.
     index: FrameIndex = field(default_factory=FrameIndex)
     # The enum words of each schema offered, by identity: hosts offer the same schema object on
-    # every request, and it was walked again for every armed call. The schema is held, so its id
-    # is never reused while remembered.
-    offered_enums: dict[int, tuple[object, frozenset[str]]] = field(default_factory=dict, repr=False)
+    # every request, and it was walked again for every armed call.
+    offered_enums: IdentityMemo[object, frozenset[str]] = field(
+        default_factory=lambda: IdentityMemo(MAX_ENUM_SCHEMAS_PER_RUN), repr=False
+    )
 
     @classmethod
     def begin(cls, contracts: ContractBook, dials: Dials, *, grounding: bool) -> RunState:
@@ -221,14 +223,7 @@ class RunState:
     def enum_values(self, tool_name: str, offered_schema: object) -> frozenset[str]:
         """The lowered enum words the model was told for a tool: the offered schema's, else the contract's."""
         if offered_schema is not None:
-            known = self.offered_enums.get(id(offered_schema))
-            if known is not None and known[0] is offered_schema:
-                return known[1]
-            values = declared_enum_values(offered_schema)
-            if len(self.offered_enums) >= MAX_ENUM_SCHEMAS_PER_RUN:
-                self.offered_enums.clear()
-            self.offered_enums[id(offered_schema)] = (offered_schema, values)
-            return values
+            return self.offered_enums.of(offered_schema, declared_enum_values)
         contract = self.contracts.get(tool_name)
         return contract.enum_values if contract is not None else frozenset()
 
