@@ -396,6 +396,41 @@ async def test_a_clean_run_with_every_dial_off_is_byte_identical(telemetry: Tele
     assert len(telemetry.summaries()) == 1 and _all_findings(telemetry) == []
 
 
+def _registered_trace_processors() -> tuple[Any, ...]:
+    from agents.tracing import get_trace_provider
+
+    registered = get_trace_provider()._multi_processor._processors  # type: ignore[attr-defined]
+    assert isinstance(registered, tuple)
+    return registered
+
+
+def test_uninstrument_all_leaves_the_sdk_trace_processors_as_they_were(telemetry: Telemetry) -> None:
+    from agents.tracing import TracingProcessor
+
+    class Theirs(TracingProcessor):
+        def on_trace_start(self, trace: Any) -> None: ...
+        def on_trace_end(self, trace: Any) -> None: ...
+        def on_span_start(self, span: Any) -> None: ...
+        def on_span_end(self, span: Any) -> None: ...
+        def shutdown(self) -> None: ...
+        def force_flush(self) -> None: ...
+
+    theirs = Theirs()
+    telemetry.configure(instrument=())
+    set_trace_processors([theirs])
+    try:
+        openai_agents.instrument_all()
+        armed_with = _registered_trace_processors()
+        assert armed_with[0] is theirs and len(armed_with) == 2, "ours runs after the host's"
+        openai_agents.uninstrument_all()
+        assert _registered_trace_processors() == (theirs,), "ours is gone, the host's kept"
+        openai_agents.instrument_all()  # and armed again, it is back once
+        assert _registered_trace_processors() == armed_with
+    finally:
+        openai_agents.uninstrument_all()
+        set_trace_processors([])
+
+
 # ── (e) accounting ───────────────────────────────────────────────────────
 
 

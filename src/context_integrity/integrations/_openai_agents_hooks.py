@@ -15,7 +15,7 @@ from typing import Any, Final
 from agents import Agent, AgentHooks, FunctionTool, RunHooks, TracingProcessor
 from agents.run import AgentRunner
 from agents.tracing import Span as SdkSpan
-from agents.tracing import Trace, add_trace_processor, get_trace_provider
+from agents.tracing import Trace, add_trace_processor, get_trace_provider, set_trace_processors
 
 from ..telemetry.emit import record_internal_error
 from ..telemetry.run_context import current_run
@@ -206,14 +206,28 @@ class AdoptingProcessor(TracingProcessor):
 PROCESSOR: Final = AdoptingProcessor()
 
 
+def _registered() -> tuple[Any, ...] | None:
+    """The SDK's trace processors, in order; ``None`` when its provider keeps them elsewhere."""
+    multi = getattr(get_trace_provider(), "_multi_processor", None)
+    registered = getattr(multi, "_processors", None)
+    return registered if isinstance(registered, tuple) else None
+
+
 def ensure_processor() -> None:
     """Register our processor after OpenInference's, once: an exclusive ``instrument()`` made
     after ours displaced it."""
-    multi = getattr(get_trace_provider(), "_multi_processor", None)
-    registered = getattr(multi, "_processors", None)
-    if isinstance(registered, tuple) and any(p is PROCESSOR for p in registered):
+    registered = _registered()
+    if registered is not None and any(p is PROCESSOR for p in registered):
         return
     add_trace_processor(PROCESSOR)
+
+
+def remove_processor() -> None:
+    """Take ours out of the SDK's processors, the host's kept in their order: a process that
+    disarmed the integration pays nothing for it on every span of the SDK's tracing."""
+    registered = _registered()
+    if registered is not None and any(p is PROCESSOR for p in registered):
+        set_trace_processors([p for p in registered if p is not PROCESSOR])
 
 
 # ── the run boundary ────────────────────────────────────────────────────
@@ -366,6 +380,7 @@ def unpatch_all() -> None:
     Agent.get_all_tools = _originals.pop("get_all_tools")  # type: ignore[method-assign]
     _mcp.unpatch()
     disarm_all()
+    remove_processor()
 
 
 def instrument_agent(agent: Agent[Any]) -> None:
