@@ -7,15 +7,22 @@ with the integration every request, response and tool result is judged, the tool
 against a 3-column declaration, and its spans go through an SDK ``TracerProvider`` whose exporter
 keeps nothing. Target: <= 1.10x.
 
-Rounds are short (two runs a side) and many: on a shared machine the load changes within
-seconds, and long rounds let one side run through a busy spell the other missed. A third side,
-the floor, is printed beside them and counts for nothing: plain ``RunHooks`` that only open and
-end the spans the integration opens (the run's ``invoke_agent``, a ``chat`` per request, an
-``execute_tool`` per call, with the same attributes, and a summary span of as many attributes),
-through the same provider: what OpenTelemetry alone costs, before any judging. Beside the ratio
-of medians (the target's figure) each side's median ratio to the bare runs of its own round is
-printed: when the load comes in spells the run times split in two modes, and the median of a
-side can land in either.
+Measured twice. The SDK's tracing is not OpenTelemetry, so first with that tracing only: the
+spans of the judged run are all ours, and the bare run has none. Then with OpenInference's
+Agents SDK instrumentor on in both sides, the usual way an Agents SDK application gets
+OpenTelemetry: the bare side pays for its spans, and the judged side adopts them (its only span
+of its own is the summary).
+
+Rounds are short (one run a side) and many: on a shared machine the load changes within
+seconds, and long rounds let one side run through a busy spell the other missed. The target's
+figure is the median over rounds of each round's judged run to its bare run. Beside it, two
+contenders that count for nothing. The control is the bare run once more: its ratio is what the
+machine's noise alone makes of two identical sides, so a figure closer to 1.0 than the control's
+distance from it is within the method's resolution. In the first configuration the floor is plain
+``RunHooks`` that only open and end the spans the integration opens (the run's
+``invoke_agent``, a ``chat`` per request, an ``execute_tool`` per call, with the same attributes,
+and a summary span of as many attributes), through the same provider: what OpenTelemetry alone
+costs, before any judging.
 
 Run: ``python benchmarks/bench_openai_agents.py [ROUNDS]``.
 """
@@ -40,11 +47,11 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, Sp
 from opentelemetry.trace import Span, SpanKind, Tracer
 
 import context_integrity as ci
+from _harness import Measure, ratio
 from context_integrity.integrations import openai_agents
 
 STEPS = 20
-RUNS_PER_ROUND = 2
-ROUNDS = 60
+ROUNDS = 150
 # The attributes of the integration's summary span in this run (its ledger rows, totals and dials).
 SUMMARY_ATTRIBUTES = 44
 TARGET = 1.10
@@ -140,26 +147,58 @@ async def _one(floor: Tracer | None = None) -> tuple[float, float]:
     return elapsed, cpu
 
 
-async def _batch(armed: bool, floor: Tracer | None = None) -> list[tuple[float, float]]:
+async def _timed(armed: bool, floor: Tracer | None = None) -> tuple[float, float]:
     if armed:
         openai_agents.instrument_all()
     try:
-        return [await _one(floor) for _ in range(RUNS_PER_ROUND)]
+        return await _one(floor)
     finally:
         if armed:
             openai_agents.uninstrument_all()
 
 
-def _line(label: str, base: list[float], other: list[float]) -> str:
-    median = statistics.median(other) / statistics.median(base)
-    best = min(other) / min(base)
-    return (
-        f"{label} median {statistics.median(other) * 1e3:.1f} ms (min {min(other) * 1e3:.1f})"
-        f"; ratio median {median:.3f}x, min {best:.3f}x"
-    )
+Side = tuple[bool, "Tracer | None"]
+# The bare run once more, as a contender of its own: its ratio to the bare run is what this machine's
+# noise alone makes of two identical sides, the resolution of every other ratio printed beside it.
+CONTROL = "bare again"
 
 
-async def main(rounds: int = ROUNDS) -> float:
+async def _measure(rounds: int, sides: dict[str, Side], heading: str) -> float:
+    """Every side interleaved over ``rounds`` of one run each; prints its lines, returns the
+    target's figure: the median over rounds of the judged run's CPU time to the bare run's."""
+    for judged, tracer in sides.values():  # warm-up of every side
+        await _timed(judged, tracer)
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in sides}
+    load = os.getloadavg()[0]
+    order = list(sides)
+    for round_index in range(rounds):  # the order rotates, so no side always runs first
+        shift = round_index % len(order)
+        for name in order[shift:] + order[:shift]:
+            samples[name].append(await _timed(*sides[name]))
+    load = (load + os.getloadavg()[0]) / 2
+    print(f"{heading}, {rounds} interleaved rounds (load average {load:.1f}), CPU ms a run:")
+    bare = [cpu for _, cpu in samples["bare"]]
+    print(f"  {'bare':<24} median {statistics.median(bare) * 1e3:6.1f}  min {min(bare) * 1e3:6.1f}")
+    labels = {"armed": "with the integration", "floor": "floor (its spans alone)", CONTROL: CONTROL}
+    figures: dict[str, Measure] = {}
+    for name in sides:
+        if name == "bare":
+            continue
+        other = [cpu for _, cpu in samples[name]]
+        figures[name] = measure = ratio(labels[name], other, bare, TARGET)
+        print(
+            f"  {labels[name]:<24} median {statistics.median(other) * 1e3:6.1f}  min {min(other) * 1e3:6.1f}"
+            f"   per round {measure.median:.3f}x (min {measure.minimum:.3f}x)"
+            f"   ratio of medians {statistics.median(other) / statistics.median(bare):.3f}x"
+        )
+    return figures["armed"].median
+
+
+async def main(rounds: int = ROUNDS) -> tuple[float, float]:
+    """The CPU ratio of the judged run to the bare one: with the SDK's own tracing only, and then
+    with OpenInference's instrumentor turning that tracing into OpenTelemetry in both sides."""
+    from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
+
     set_trace_processors([])  # the SDK's tracing stays on; its default uploader does not
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(_Discard()))
@@ -167,48 +206,30 @@ async def main(rounds: int = ROUNDS) -> float:
     ci.setup(tracer_provider=provider, check_column_types="warn", instrument=())
     ci.declare_tool("read_rows", result_columns={"row": "number", "value": "number", "label": "string"})
     floor = provider.get_tracer("bench.floor")
-    sides: dict[str, tuple[bool, Tracer | None]] = {
-        "bare": (False, None),
-        "armed": (True, None),
-        "floor": (False, floor),
-    }
-    for judged, tracer in sides.values():  # warm-up of every side
-        await _batch(judged, tracer)
-    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in sides}
-    load = os.getloadavg()[0]
-    for round_index in range(rounds):  # the order alternates, so no side always runs first
-        order = list(sides) if round_index % 2 == 0 else list(reversed(sides))
-        for name in order:
-            samples[name].extend(await _batch(*sides[name]))
-    load = (load + os.getloadavg()[0]) / 2
-    print(
-        f"{STEPS}-step Agents SDK run, {rounds} interleaved rounds of {RUNS_PER_ROUND} (load average {load:.1f}):"
+    # The SDK's tracing is not OpenTelemetry: every span of the judged run is ours, the floor beside it.
+    alone = await _measure(
+        rounds,
+        {"bare": (False, None), "armed": (True, None), "floor": (False, floor), CONTROL: (False, None)},
+        f"{STEPS}-step Agents SDK run, the SDK's own tracing only",
     )
-    for index, clock in enumerate(("wall", "cpu")):
-        bare, with_, spans = (
-            [sample[index] for sample in samples[name]] for name in ("bare", "armed", "floor")
+    # The usual way an Agents SDK application gets OpenTelemetry: the bare side pays for
+    # OpenInference's spans, and the judged side adopts them (its only span of its own is the summary).
+    instrumentor = OpenAIAgentsInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        beside = await _measure(
+            rounds,
+            {"bare": (False, None), "armed": (True, None), CONTROL: (False, None)},
+            f"{STEPS}-step Agents SDK run, OpenInference's instrumentor on in both sides",
         )
-        print(
-            f"  {clock:>4}: without median {statistics.median(bare) * 1e3:.1f} ms (min {min(bare) * 1e3:.1f})"
-            f"; {_line('with', bare, with_)} (target <= {TARGET:.2f}x)"
-        )
-        print(f"        {_line('floor (its spans alone)', bare, spans)}")
-    # Each round's sides ran within a second of each other, under much the same load: the median of
-    # the rounds' own ratios is steadier than the ratio of medians when the load comes in spells.
-    print("   cpu, per round (the median of each round's ratio to its own bare runs):", end="")
-    for name, label in (("armed", "with"), ("floor", "floor")):
-        per_round = [
-            sum(s[1] for s in samples[name][i : i + RUNS_PER_ROUND])
-            / sum(s[1] for s in samples["bare"][i : i + RUNS_PER_ROUND])
-            for i in range(0, len(samples["bare"]), RUNS_PER_ROUND)
-        ]
-        print(f" {label} {statistics.median(per_round):.3f}x", end="")
-    print()
-    ratio = statistics.median(s[1] for s in samples["armed"]) / statistics.median(
-        s[1] for s in samples["bare"]
-    )
-    print(f"target <= {TARGET:.2f}x (cpu median): {'met' if ratio <= TARGET else 'MISSED'} ({ratio:.2f}x)")
-    return ratio
+    finally:
+        instrumentor.uninstrument()
+        set_trace_processors([])
+    for figure, configuration in ((alone, "the SDK's tracing only"), (beside, "beside OpenInference")):
+        verdict = "met" if figure <= TARGET else "MISSED"
+        print(f"target <= {TARGET:.2f}x (cpu, per round), {configuration}: {verdict} ({figure:.3f}x)")
+    ci.shutdown()
+    return alone, beside
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ ORDER = (
 )
 # What a script's tuple of ratios stands for, where it returns one.
 PARTS = {
+    "bench_openai_agents": ("the SDK's tracing only", "beside OpenInference"),
     "bench_read_back": ("time", "memory"),
     "bench_langchain": (
         "columns",
