@@ -177,11 +177,10 @@ def _json_text(value: object) -> str:
 
 
 def _part_text(part: object) -> str:
-    # A plain dict (a row of a tool's result: the common part, once per row) is told without a call.
-    if type(part) is not dict and isinstance(part, str):
+    if isinstance(part, str):
         return str(part)
     try:
-        if type(part) is dict or isinstance(part, Mapping):
+        if type(part) is dict or isinstance(part, Mapping):  # a plain dict (a row) skips the ABC check
             if part.get("type") == "text":
                 text = part.get("text")
                 if isinstance(text, str):

@@ -77,8 +77,6 @@ class _HostRun:
         # hands its names to the outer one, which warns once for the whole host run.
         self.offered_names: set[str] = set()
         self.last_offered: tuple[ToolDefinition, ...] | None = None
-        # The agent's model object and the name read from it: the same object every turn.
-        self.model: tuple[object, str | None] | None = None
         self.requested = False
         self.parent: _HostRun | None = None
         self._context: contextvars.Context | None = None
@@ -200,12 +198,7 @@ def _llm_start(
     if tools is not state.last_offered:  # the same tools come back as the same tuple every turn
         state.offered_names.update(t.name for t in tools)
         state.last_offered = tools
-    known, given = state.model, agent.model
-    if known is not None and known[0] is given:
-        model = known[1]
-    else:
-        model = items.model_name(given)
-        state.model = (given, model)
+    model = items.model_name(agent.model)
     # The history is read only if a check at compose or choice will read it (each input read only
     # if some check asks for it); the instructions and offered tools always are.
     judge = run.judge
