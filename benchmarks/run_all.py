@@ -1,8 +1,12 @@
-"""Every benchmark under ``benchmarks/``, in one process, and the whole table at the end.
+"""Every benchmark under ``benchmarks/``, each in a process of its own, and the whole table at the end.
 
 Each ``bench_*.py`` script measures its contenders side by side over
-interleaved rounds and prints its own lines; this runner calls each script's
-``main()`` in turn and then prints every ratio beside its target. A script
+interleaved rounds in one process and prints its own lines; this runner starts
+a fresh interpreter for each script, which calls its ``main()``, and then prints
+every ratio beside its target. A process of its own, because a user's process
+holds one framework: run in one shared process, a script's figures also carried
+every framework the scripts before it imported, instrumented and left in the
+heap (pydantic-ai read 1.175x there and 1.094-1.117x alone). A script
 returns its measures (``_harness.Measure``), or a ratio already scaled to its
 target (a float, or a tuple of them, read against the script's ``TARGET``,
 1.0 when it has none), or nothing (its own lines are then its figures).
@@ -13,11 +17,14 @@ Run: ``python benchmarks/run_all.py [name ...]`` (names filter the scripts, e.g.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib
 import inspect
+import json
+import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -78,42 +85,46 @@ def _call_main(module: object) -> object:
     return asyncio.run(result) if inspect.iscoroutine(result) else result  # an async script's main()
 
 
-def _fresh_declarations() -> Callable[[], None]:
-    """What puts the process-wide contract book back as it was before any script ran.
+# The line a script's process ends with: its measures as JSON, read back by the runner.
+_MEASURES_MARK = "run_all measures: "
 
-    Each script declares its own tools, some under the demo's names with other contracts, and a
-    tool declared twice with different contracts is refused: every script starts from the same
-    book, and the demo modules are imported afresh so that their import-time declarations recur.
-    """
-    from context_integrity.telemetry.instrumentation import CONTRACTS
 
-    before = CONTRACTS.snapshot()
+def _child(name: str) -> None:
+    """Run one script in this process and print its measures after its own lines."""
+    module = importlib.import_module(name)
+    rows = _rows(name, module, _call_main(module))
+    print(_MEASURES_MARK + json.dumps([dataclasses.asdict(row) for row in rows]), flush=True)
 
-    def restore() -> None:
-        CONTRACTS.restore(before)
-        package = sys.modules.get("context_integrity")
-        for module in [m for m in sys.modules if m.startswith("context_integrity.demo") or m == "_workload"]:
-            del sys.modules[module]
-            if package is not None and module.startswith("context_integrity."):
-                vars(package).pop(module.rpartition(".")[2], None)
 
-    return restore
+def _measured(name: str) -> list[Measure] | None:
+    """One script in a fresh interpreter: its lines echoed as they come, its measures returned."""
+    process = subprocess.Popen(
+        [sys.executable, __file__, "--child", name],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        bufsize=1,
+    )
+    assert process.stdout is not None
+    measures: list[Measure] | None = None
+    for line in process.stdout:
+        if line.startswith(_MEASURES_MARK):
+            measures = [Measure(**row) for row in json.loads(line[len(_MEASURES_MARK) :])]
+        else:
+            print(line, end="", flush=True)
+    if process.wait() != 0:
+        print(f"{name} failed: exit status {process.returncode}")
+        return None
+    return measures
 
 
 def main(argv: Sequence[str] = ()) -> list[Measure]:
     table: list[tuple[str, Measure]] = []
-    fresh_declarations = _fresh_declarations()
     for name in _scripts(argv):
-        fresh_declarations()
         print(f"\n== {name} ==", flush=True)
         began = time.perf_counter()
-        try:
-            module = importlib.import_module(name)
-            result = _call_main(module)
-        except Exception as error:  # one broken script must not hide the others' figures
-            print(f"{name} failed: {error!r}")
-            continue
-        for measure in _rows(name, module, result):
+        measures = _measured(name)  # one broken script must not hide the others' figures
+        for measure in measures or ():
             table.append((name, measure))
         print(f"({time.perf_counter() - began:.0f} s)")
     print("\n== all measures (ratio: median over interleaved rounds, min in brackets) ==")
@@ -127,4 +138,7 @@ def main(argv: Sequence[str] = ()) -> list[Measure]:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    if sys.argv[1:2] == ["--child"]:
+        _child(sys.argv[2])
+    else:
+        main(sys.argv[1:])
