@@ -18,6 +18,7 @@ The laws under test:
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -25,7 +26,7 @@ from context_integrity import limits
 from context_integrity.checks.unsupported_argument import ArmedCall, unsupported_arguments_of
 from context_integrity.contracts import define_contract
 from context_integrity.judge import ContractBook, Dials, RunJudge
-from context_integrity.judge.ground_index import FrameIndex
+from context_integrity.judge.ground_index import SCAN_CHARS, FrameIndex, SubstringIndex
 from context_integrity.loop import Message, ModelResponse, RequestFrame, ToolCall, ToolDefinition
 from grounding_reference import reference_corpora, reference_present
 
@@ -130,10 +131,15 @@ def _needles(data: st.DataObject, frame: RequestFrame) -> list[str]:
     return [needle.lower() for needle in found if needle]
 
 
+# Every text tokenised at once (0), some waiting and some tokenised (48), and all waiting (the
+# default, far above what these conversations hold): each answers as the full scan.
+@pytest.mark.parametrize("scan_chars", [0, 48, SCAN_CHARS])
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.data())
-def test_the_index_answers_as_the_full_scan_over_any_conversation(data: st.DataObject) -> None:
-    index = FrameIndex()
+@given(data=st.data())
+def test_the_index_answers_as_the_full_scan_over_any_conversation(
+    data: st.DataObject, scan_chars: int
+) -> None:
+    index = FrameIndex(scan_chars)
     history: list[Message] = []
     retired: list[Message] = []
     for _ in range(data.draw(st.integers(1, 12))):
@@ -242,3 +248,24 @@ def test_producer_results_past_the_memory_bound_are_not_remembered_again() -> No
     # Plain FIFO: the newest results, in arrival order. Re-remembering the aged-out ones that are
     # still in the frame would have pushed out others, request after request.
     assert [key for _, key in judge.state.produced.kept()] == keys[-bound:]
+
+
+def test_a_query_scans_a_bounded_text_and_a_long_run_tokenises_each_text_once() -> None:
+    index = SubstringIndex(scan_chars=1_000)
+    texts = [f"host-{i:04d} online in fabric {'ab'[i % 2]}" for i in range(400)]
+    waited_most = 0
+    for text in texts:
+        index.add(text)
+        waited_most = max(waited_most, index._pending_chars)
+    assert waited_most <= 1_000  # what a query scans beside the postings stays under the bound
+    assert index._postings  # past the bound, the texts went to the postings
+    assert all(index.contains(f"host-{i:04d}") for i in (0, 199, 399))
+    assert not index.contains("host-0400")
+    # Removed while waiting: gone from the scan, never tokenised.
+    index.add("vdi-z only here")
+    assert index.contains("vdi-z")
+    index.remove("vdi-z only here")
+    assert not index.contains("vdi-z") and "vdi" not in index._postings
+    # Removed after tokenising: gone from the postings.
+    index.remove(texts[0])
+    assert not index.contains("host-0000")

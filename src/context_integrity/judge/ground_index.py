@@ -41,6 +41,11 @@ evictions are the point), and the final scan keeps the semantics the
 reference (``tests/grounding_reference.py``) defines, which a property test
 holds the index to.
 
+Tokenising is deferred until it pays: texts added wait, scanned by every query, until those
+waiting hold more than :data:`SCAN_CHARS` characters, and are then tokenised together. A short
+run (most runs: a few kilobytes of served text) never builds postings at all; a long one
+tokenises each text once, as it would have, and a query scans at most that many characters.
+
 Memory follows the live frame: an evicted message's postings are removed (at
 the cost its indexing had), so the index holds what the host's own frame holds,
 lowered, plus one posting per distinct word.
@@ -62,15 +67,30 @@ _GRAM: Final = 3
 _NO_TEXTS: Final[frozenset[str]] = frozenset()
 
 
+# Below this many characters of texts not yet tokenised, a query scans them instead: a short run
+# (most runs) never pays for postings, and a long one tokenises each text once, as before, when
+# its untokenised texts pass this. A scan of this much costs a query a few microseconds.
+SCAN_CHARS: Final = 16_384
+
+
 class SubstringIndex(TextCorpus):
-    """A multiset of lowered texts answering ``any(needle in text)`` through token postings."""
+    """A multiset of lowered texts answering ``any(needle in text)`` through token postings.
 
-    __slots__ = ("_copies", "_grams", "_postings", "count")
+    Texts are tokenised in batches: one added waits, scanned by every query, until those waiting
+    hold more than ``scan_chars`` characters; then all of them are tokenised. A text removed while
+    it waits is never tokenised at all (a window that evicts early saves the whole cost).
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("_copies", "_grams", "_pending", "_pending_chars", "_postings", "_scan_chars", "count")
+
+    def __init__(self, scan_chars: int = SCAN_CHARS) -> None:
         self._copies: dict[str, int] = {}
         self._postings: dict[str, set[str]] = {}
         self._grams: dict[str, set[str]] = {}
+        # Distinct texts held but not yet in the postings (a dict for its order and O(1) removal).
+        self._pending: dict[str, None] = {}
+        self._pending_chars = 0
+        self._scan_chars = scan_chars
         self.count = 0
 
     def __len__(self) -> int:
@@ -83,14 +103,23 @@ class SubstringIndex(TextCorpus):
             self._copies[lowered] = copies + 1
             return
         self._copies[lowered] = 1
+        self._pending[lowered] = None
+        self._pending_chars += len(lowered)
+        if self._pending_chars > self._scan_chars:
+            self._tokenise_pending()
+
+    def _tokenise_pending(self) -> None:
         postings = self._postings
-        for token in set(_WORD.findall(lowered)):
-            holders = postings.get(token)
-            if holders is None:
-                postings[token] = {lowered}
-                self._add_grams(token)
-            else:
-                holders.add(lowered)
+        for lowered in self._pending:
+            for token in set(_WORD.findall(lowered)):
+                holders = postings.get(token)
+                if holders is None:
+                    postings[token] = {lowered}
+                    self._add_grams(token)
+                else:
+                    holders.add(lowered)
+        self._pending.clear()
+        self._pending_chars = 0
 
     def remove(self, lowered: str) -> None:
         copies = self._copies.get(lowered)
@@ -101,6 +130,10 @@ class SubstringIndex(TextCorpus):
             self._copies[lowered] = copies - 1
             return
         del self._copies[lowered]
+        if lowered in self._pending:
+            del self._pending[lowered]
+            self._pending_chars -= len(lowered)
+            return
         postings = self._postings
         for token in set(_WORD.findall(lowered)):
             holders = postings.get(token)
@@ -136,6 +169,11 @@ class SubstringIndex(TextCorpus):
         """Whether ``needle`` (already lowered) is a substring of some text held."""
         if not self._copies:
             return False
+        if any(needle in text for text in self._pending):
+            return True
+        if len(self._pending) == len(self._copies):  # nothing tokenised: the scan was the answer
+            return False
+        # The postings hold exactly the texts not waiting, so the candidates are among those.
         candidates = self._candidates(needle)
         texts: Iterable[str] = self._copies if candidates is None else candidates
         return any(needle in text for text in texts)
@@ -226,9 +264,10 @@ class FrameIndex:
     hands the messages added since it was last called, for the producer memory.
     """
 
-    def __init__(self) -> None:
-        self.grounded = SubstringIndex()
-        self.assistant = SubstringIndex()
+    def __init__(self, scan_chars: int = SCAN_CHARS) -> None:
+        self.grounded = SubstringIndex(scan_chars)
+        self.assistant = SubstringIndex(scan_chars)
+        self._scan_chars = scan_chars
         self._frame: RequestFrame | None = None
         self._messages: tuple[Any, ...] = ()
         self._live: dict[int, _Seen] = {}
@@ -286,7 +325,7 @@ class FrameIndex:
                 raise
 
     def _reset(self) -> None:
-        self.__init__()  # type: ignore[misc]
+        self.__init__(self._scan_chars)  # type: ignore[misc]
 
     def _sync(self, frame: RequestFrame) -> None:
         system = frame.system.lower() if isinstance(frame.system, str) and frame.system else ""
