@@ -71,6 +71,7 @@ _NO_TEXTS: Final[frozenset[str]] = frozenset()
 # (most runs) never pays for postings, and a long one tokenises each text once, as before, when
 # its untokenised texts pass this. A scan of this much costs a query a few microseconds.
 SCAN_CHARS: Final = 16_384
+_JOIN: Final = "\x00"
 
 
 class SubstringIndex(TextCorpus):
@@ -81,7 +82,16 @@ class SubstringIndex(TextCorpus):
     it waits is never tokenised at all (a window that evicts early saves the whole cost).
     """
 
-    __slots__ = ("_copies", "_grams", "_pending", "_pending_chars", "_postings", "_scan_chars", "count")
+    __slots__ = (
+        "_copies",
+        "_grams",
+        "_joined",
+        "_pending",
+        "_pending_chars",
+        "_postings",
+        "_scan_chars",
+        "count",
+    )
 
     def __init__(self, scan_chars: int = SCAN_CHARS) -> None:
         self._copies: dict[str, int] = {}
@@ -90,6 +100,9 @@ class SubstringIndex(TextCorpus):
         # Distinct texts held but not yet in the postings (a dict for its order and O(1) removal).
         self._pending: dict[str, None] = {}
         self._pending_chars = 0
+        # The waiting texts joined by _JOIN, made again on the first query after a change: one C
+        # search instead of a Python loop over hundreds of texts.
+        self._joined: str | None = None
         self._scan_chars = scan_chars
         self.count = 0
 
@@ -105,6 +118,7 @@ class SubstringIndex(TextCorpus):
         self._copies[lowered] = 1
         self._pending[lowered] = None
         self._pending_chars += len(lowered)
+        self._joined = None
         if self._pending_chars > self._scan_chars:
             self._tokenise_pending()
 
@@ -120,6 +134,7 @@ class SubstringIndex(TextCorpus):
                     holders.add(lowered)
         self._pending.clear()
         self._pending_chars = 0
+        self._joined = None
 
     def remove(self, lowered: str) -> None:
         copies = self._copies.get(lowered)
@@ -133,6 +148,7 @@ class SubstringIndex(TextCorpus):
         if lowered in self._pending:
             del self._pending[lowered]
             self._pending_chars -= len(lowered)
+            self._joined = None
             return
         postings = self._postings
         for token in set(_WORD.findall(lowered)):
@@ -143,6 +159,15 @@ class SubstringIndex(TextCorpus):
             if not holders:
                 del postings[token]
                 self._drop_grams(token)
+
+    def _waiting_hold(self, needle: str) -> bool:
+        if _JOIN in needle:  # it could match across two texts in the joined string: one by one
+            return any(needle in text for text in self._pending)
+        joined = self._joined
+        if joined is None:
+            joined = self._joined = _JOIN.join(self._pending)
+        # A needle without the separator cannot span one, so a match lies within a single text.
+        return needle in joined
 
     def _add_grams(self, token: str) -> None:
         grams = self._grams
@@ -169,7 +194,7 @@ class SubstringIndex(TextCorpus):
         """Whether ``needle`` (already lowered) is a substring of some text held."""
         if not self._copies:
             return False
-        if any(needle in text for text in self._pending):
+        if self._pending and self._waiting_hold(needle):
             return True
         if len(self._pending) == len(self._copies):  # nothing tokenised: the scan was the answer
             return False
