@@ -108,13 +108,25 @@ class _Corpus(TextCorpus):
 
     def __init__(self, texts: Sequence[str]) -> None:
         self._texts = [text.lower() for text in texts if isinstance(text, str) and text]
-        self._joined = _SEPARATOR.join(self._texts)
+        self._joined = joined_texts(self._texts)
         self.count = len(self._texts)
 
     def contains(self, needle: str) -> bool:
-        if _SEPARATOR in needle:
-            return any(needle in text for text in self._texts)
-        return needle in self._joined
+        return joined_hold(needle, self._texts, self._joined)
+
+
+def joined_texts(texts: Iterable[str]) -> str:
+    """``texts`` as one string to search (see :func:`joined_hold`)."""
+    return _SEPARATOR.join(texts)
+
+
+def joined_hold(needle: str, texts: Iterable[str], joined: str) -> bool:
+    """Whether one of ``texts`` holds ``needle``, searched in ``joined`` (their
+    :func:`joined_texts`) with one C search; a needle holding the separator is searched text
+    by text, so no match can straddle two texts."""
+    if _SEPARATOR in needle:
+        return any(needle in text for text in texts)
+    return needle in joined
 
 
 # What an application may pass as ``external``: the entries themselves, or a

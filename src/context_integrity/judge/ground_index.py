@@ -59,7 +59,7 @@ import re
 from collections.abc import Iterable
 from typing import Any, Final
 
-from ..checks.unsupported_argument import TextCorpus
+from ..checks.unsupported_argument import TextCorpus, joined_hold, joined_texts
 from ..loop import RequestFrame, _as_tuple, content_text, tool_names_present
 
 _WORD: Final = re.compile(r"\w+")
@@ -71,7 +71,6 @@ _NO_TEXTS: Final[frozenset[str]] = frozenset()
 # (most runs) never pays for postings, and a long one tokenises each text once, as before, when
 # its untokenised texts pass this. A scan of this much costs a query a few microseconds.
 SCAN_CHARS: Final = 16_384
-_JOIN: Final = "\x00"
 
 
 class SubstringIndex(TextCorpus):
@@ -100,8 +99,8 @@ class SubstringIndex(TextCorpus):
         # Distinct texts held but not yet in the postings (a dict for its order and O(1) removal).
         self._pending: dict[str, None] = {}
         self._pending_chars = 0
-        # The waiting texts joined by _JOIN, made again on the first query after a change: one C
-        # search instead of a Python loop over hundreds of texts.
+        # The waiting texts joined (``joined_texts``), made again on the first query after a
+        # change: one C search instead of a Python loop over hundreds of texts.
         self._joined: str | None = None
         self._scan_chars = scan_chars
         self.count = 0
@@ -161,13 +160,10 @@ class SubstringIndex(TextCorpus):
                 self._drop_grams(token)
 
     def _waiting_hold(self, needle: str) -> bool:
-        if _JOIN in needle:  # it could match across two texts in the joined string: one by one
-            return any(needle in text for text in self._pending)
         joined = self._joined
         if joined is None:
-            joined = self._joined = _JOIN.join(self._pending)
-        # A needle without the separator cannot span one, so a match lies within a single text.
-        return needle in joined
+            joined = self._joined = joined_texts(self._pending)
+        return joined_hold(needle, self._pending, joined)
 
     def _add_grams(self, token: str) -> None:
         grams = self._grams
