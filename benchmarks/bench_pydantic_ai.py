@@ -15,7 +15,8 @@ alone makes of two identical sides, so a figure closer to 1.0 than the control's
 is within the method's resolution.
 
 A third contender, "floor", is what pydantic-ai itself costs for having a capability like ours at
-all: one with the same hooks (``for_run``, ``wrap_run``, ``get_wrapper_model``,
+all: one with the same hooks (``for_run``, ``wrap_run``, ``get_wrapper_model`` -- a wrapper model only
+where the host opened no chat span, as ours --, ``after_model_request``, ``on_model_request_error``,
 ``wrap_tool_execute``) that only hands each call on. What our work costs is the distance from it.
 
 Run: ``python benchmarks/bench_pydantic_ai.py [ROUNDS]``.
@@ -39,7 +40,7 @@ from pydantic_ai import Agent
 from pydantic_ai import messages as pm
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.capabilities.abstract import WrapRunHandler, WrapToolExecuteHandler
-from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
+from pydantic_ai.models import Model, ModelRequestContext, ModelRequestParameters, StreamedResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.instrumented import InstrumentationSettings
 from pydantic_ai.models.wrapper import WrapperModel
@@ -50,6 +51,7 @@ from pydantic_ai.tools import ToolDefinition as PaiToolDefinition
 
 import context_integrity as ci
 from context_integrity.integrations import pydantic_ai as integration
+from context_integrity.telemetry.spans import CHAT, find_host_span
 
 STEPS = 20
 TARGET = 1.10
@@ -102,7 +104,18 @@ class _Floor(AbstractCapability[Any]):
         return await handler()
 
     def get_wrapper_model(self, model: Model) -> Model | None:
-        return _PassModel(model)
+        # As ours: a wrapper model only where the host opened no chat span around the call.
+        return None if find_host_span(CHAT) is not None else _PassModel(model)
+
+    async def after_model_request(
+        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, response: pm.ModelResponse
+    ) -> pm.ModelResponse:
+        return response
+
+    async def on_model_request_error(
+        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, error: Exception
+    ) -> pm.ModelResponse:
+        raise error
 
     async def wrap_tool_execute(
         self,

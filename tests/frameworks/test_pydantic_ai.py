@@ -40,6 +40,7 @@ if importlib.util.find_spec("pydantic_ai") is None:  # pragma: no cover - CI ins
     pytest.skip("pydantic-ai is not installed", allow_module_level=True)
 
 from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import StatusCode
 from pydantic import BaseModel
 from pydantic_ai import Agent, RunContext
 from pydantic_ai import messages as pm
@@ -355,6 +356,8 @@ class TestLunRows:
         ((span, finding),) = all_findings(telemetry)
         assert is_pydantic_ai(span) and finding[names.GEN_AI_TOOL_CALL_ID] == "call_lun"
         assert len(telemetry.summaries()) == 1
+        # Each streamed request was read on pydantic-ai's own chat span: none of ours beside them.
+        nothing_doubled(telemetry, requests=2, tool_calls=1)
 
 
 # ── never break the agent ────────────────────────────────────────────────
@@ -534,6 +537,124 @@ def test_dangling_reference_when_the_hosts_trimming_evicts_the_producers_result(
     assert [i for i, _ in dangling] == [2]  # on the third request's own chat span, once
     assert dangling[0][1][names.FINDING_SEAM] == "compose"
     assert all(is_pydantic_ai(s) for s in chats)
+
+
+@pytest.mark.parametrize("host_telemetry", [True, False], ids=["host chat spans", "our chat spans"])
+def test_a_model_call_that_fails_is_still_judged_at_compose_on_its_own_chat_span(
+    telemetry: Telemetry, host_telemetry: bool
+) -> None:
+    """The request was sent, so it is judged, whoever opened the chat span it failed in."""
+    telemetry.configure()
+    script = Script.of(call("whats_here", "c1"), call("note", "c2", text="scanning"))
+
+    def flaky(messages: list[pm.ModelMessage], info: AgentInfo) -> pm.ModelResponse:
+        if script.plan:
+            return script(messages, info)
+        script.received.append(list(messages))
+        raise RuntimeError("the provider is down")
+
+    agent: Agent[None, str] = Agent(
+        FunctionModel(flaky, model_name="scripted"),
+        name="screens",
+        capabilities=[ProcessHistory(evict_whats_here_once_worked)],
+    )
+    if host_telemetry:
+        hosted(agent, telemetry)
+    else:
+        agent.instrument = False
+    ci.declare_tool("screen_fire", arguments_from=["whats_here"])
+
+    @agent.tool_plain
+    def whats_here() -> list[dict[str, str]]:
+        return [{"screen_id": "scr-7", "room": "lobby"}]
+
+    @agent.tool_plain
+    def note(text: str) -> str:
+        return "noted"
+
+    @agent.tool_plain
+    def screen_fire(screen_id: str) -> str:
+        return "fired"
+
+    with pytest.raises(RuntimeError, match="the provider is down"):
+        agent.run_sync("Fire the lobby screen.")
+    assert len(script.received) == 3  # the third request reached the model, which failed
+    chats = sorted(operation(telemetry, names.OPERATION_CHAT), key=lambda s: s.start_time or 0)
+    assert len(chats) == 3
+    assert all(is_pydantic_ai(s) == host_telemetry for s in chats)
+    failed = chats[2]
+    assert failed.status.status_code is StatusCode.ERROR
+    assert [f[names.FINDING_KIND] for f in findings(failed)] == ["dangling-reference"]
+    assert not findings(chats[0]) and not findings(chats[1])
+    (summary,) = telemetry.summaries()
+    assert attrs(summary)[names.RUN_OUTCOME] == "error"
+
+
+def test_with_a_wire_reader_each_body_is_read_inside_its_model_call_on_the_hosts_chat_span(
+    telemetry: Telemetry,
+) -> None:
+    """The wire seam needs the model call open while the body crosses, host spans or not."""
+    import httpx
+    from openai import AsyncOpenAI
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    telemetry.configure()
+    bodies: list[dict[str, Any]] = []
+
+    def completion(request: httpx.Request) -> httpx.Response:
+        bodies.append(json.loads(request.content))
+        message: dict[str, Any] = {"role": "assistant", "content": "vdi-a maps two LUNs."}
+        if len(bodies) == 1:
+            message = {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_lun",
+                        "type": "function",
+                        "function": {"name": TOOL, "arguments": json.dumps({"host_group": "vdi-a"})},
+                    }
+                ],
+            }
+        return httpx.Response(
+            200,
+            json={
+                "id": f"chatcmpl-{len(bodies)}",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "gpt-test",
+                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            },
+        )
+
+    client = AsyncOpenAI(
+        api_key="test",
+        base_url="http://model.test/v1",
+        http_client=httpx.AsyncClient(transport=httpx.MockTransport(completion)),
+    )
+    model = OpenAIChatModel("gpt-test", provider=OpenAIProvider(openai_client=client))
+    agent: Agent[None, str] = hosted(Agent(model, name="storage"), telemetry)
+
+    @agent.tool_plain(name=TOOL)
+    def mappings(host_group: str) -> list[dict[str, Any]]:
+        return _rows()
+
+    reader = ci.install_wire_reader(client)
+    try:
+        assert agent.run_sync("Map host group vdi-a.").output == "vdi-a maps two LUNs."
+    finally:
+        reader.uninstall()
+    assert len(bodies) == 2 and all(b["tools"][0]["function"]["name"] == TOOL for b in bodies)
+    summary = the_summary_under_the_host_run(telemetry)
+    wire = {
+        # A field the row never counted is not written: zero.
+        field: attrs(summary).get(names.row_attribute("invariant-violation", "wire", field), 0)
+        for field in ("checked", "findings", "unreachable")
+    }
+    assert wire == {"checked": 2, "findings": 0, "unreachable": 0}
+    nothing_doubled(telemetry, requests=2, tool_calls=1)
 
 
 # ── structured output, a run that raises, and off ───────────────────────

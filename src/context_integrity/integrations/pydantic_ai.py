@@ -11,8 +11,13 @@ Where each seam is fed from:
   ``invoke_agent`` span when its instrumentation is on (else on ours) and ends it with the host's
   run, so exactly one summary lands under it. A ``ci.run`` the user wrote around the host run is
   joined (its judge, its summary), never doubled; an agent run inside a tool is its own run.
-- compose and choice: a wrapper model (``get_wrapper_model``) sees the request exactly as the model
-  receives it, after every history processor and capability, and the response it returned.
+- compose and choice: the request exactly as the model receives it, after every history processor
+  and capability, and the response it returned. When the host opened a ``chat`` span around the
+  request (its instrumentation is on), both are read inside that span from the attempt's own hooks
+  (``after_model_request``, ``on_model_request_error``), whose request context holds the prepared
+  request: no wrapper model is entered around each call. Otherwise (no host chat span, or a wire
+  reader that must find the call open while its body crosses) a wrapper model
+  (``get_wrapper_model``) sees the call, so that our own ``chat`` span covers it.
 - write: ``wrap_tool_execute`` judges the raw value the tool returned (``ToolReturn.return_value``),
   before pydantic-ai serialises it, and a refusal is returned as the tool's result: the model reads
   the refusal sentence in the call's own tool-return part, never a retry prompt inviting the same call.
@@ -54,7 +59,7 @@ from pydantic_ai.capabilities.abstract import (
     WrapToolExecuteHandler,
     leaf_capabilities,
 )
-from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
+from pydantic_ai.models import Model, ModelRequestContext, ModelRequestParameters, StreamedResponse
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.run import AgentRunResult
 from pydantic_ai.settings import ModelSettings
@@ -111,6 +116,10 @@ class ContextIntegrity(AbstractCapability[Any]):
     _wrapper: _SeamModel | None = field(default=None, init=False, repr=False, compare=False)
     # The tools the last request offered, as the frame read them: offered names are noted once.
     _tools_seen: tuple[object, ...] = field(default=(), init=False, repr=False, compare=False)
+    # The host's chat span around the current attempt, when it opened one: the attempt is then read
+    # by the after/error hook (once: ``_attempt_unread``) instead of through a wrapper model.
+    _host_chat: Any = field(default=None, init=False, repr=False, compare=False)
+    _attempt_unread: bool = field(default=False, init=False, repr=False, compare=False)
 
     async def for_run(self, ctx: RunContext[Any]) -> AbstractCapability[Any]:
         # Each run gets its own instance: its state is that run's alone, however many run at once.
@@ -202,15 +211,76 @@ class ContextIntegrity(AbstractCapability[Any]):
 
     # ── compose and choice: the request as the model receives it ──
     def get_wrapper_model(self, model: Model) -> Model | None:
-        # Asked for every request: the wrapper holds nothing of a request, so one per wrapped model.
+        # Asked for every attempt, inside the host's chat span when it opened one. A wrapper model
+        # is entered and left around every call it serves, which costs the host a scope per request:
+        # it is used only when the call itself must be inside our model call: when we open the chat
+        # span ourselves, around the call, or when a wire reader reads the body as it crosses.
+        try:
+            host_chat = find_host_span(CHAT)
+            if host_chat is not None and self._reads_wire():
+                host_chat = None
+        except Exception as ours:
+            record_internal_error(None, "finding pydantic-ai's chat span", ours)
+            host_chat = None
+        self._host_chat = host_chat
+        if host_chat is not None:
+            self._attempt_unread = True
+            return None
+        self._attempt_unread = False
+        # The wrapper holds nothing of a request, so one per wrapped model.
         wrapper = self._wrapper
         if wrapper is None or wrapper.wrapped is not model:
             self._wrapper = wrapper = _SeamModel(model, self)
         return wrapper
 
+    def _reads_wire(self) -> bool:
+        run = self._judging()
+        judge = run.judge if run is not None else None
+        return judge is not None and bool(judge.armed["wire"])
+
+    def _read_attempt(self, request_context: ModelRequestContext) -> ModelCall | None:
+        """The attempt's request, composed on the host's chat span, when no wrapper read it."""
+        if not self._attempt_unread:
+            return None
+        self._attempt_unread = False
+        try:
+            model_name = request_context.model.model_name
+        except Exception as ours:
+            record_internal_error(None, "reading a pydantic-ai model's name", ours)
+            model_name = "model"
+        return self.compose(
+            request_context.messages,
+            request_context.model_request_parameters,
+            model_name,
+            host_span=self._host_chat,
+        )
+
+    async def after_model_request(
+        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, response: pm.ModelResponse
+    ) -> pm.ModelResponse:
+        if self._attempt_unread:
+            call = self._read_attempt(request_context)
+            self.choice(call, response, request_context.model_request_parameters)
+        return response
+
+    async def on_model_request_error(
+        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, error: Exception
+    ) -> pm.ModelResponse:
+        if self._attempt_unread:
+            call = self._read_attempt(request_context)
+            if call is not None:
+                call.end(error)
+        raise error
+
     def compose(
-        self, messages: Sequence[pm.ModelMessage], parameters: ModelRequestParameters, model_name: str
+        self,
+        messages: Sequence[pm.ModelMessage],
+        parameters: ModelRequestParameters,
+        model_name: str,
+        *,
+        host_span: Any = None,
     ) -> ModelCall | None:
+        """The request judged at compose; ``host_span`` is the host's chat span when already found."""
         run = self._judging()
         if run is None:
             return None
@@ -223,7 +293,8 @@ class ContextIntegrity(AbstractCapability[Any]):
             if frame.tools is not self._tools_seen:
                 self._tools_seen = frame.tools
                 self._offered.update(t.name for t in frame.tools)
-            return run.request(frame, model=model_name, host_span=find_host_span(CHAT))
+            chat = host_span if host_span is not None else find_host_span(CHAT)
+            return run.request(frame, model=model_name, host_span=chat)
         except Exception as ours:
             record_internal_error(run.span, "reading a pydantic-ai request", ours)
             return None
