@@ -497,20 +497,18 @@ def evict_whats_here_once_worked(messages: list[pm.ModelMessage]) -> list[pm.Mod
     return [m for m in messages if not mentions_whats_here(m)]
 
 
-def test_dangling_reference_when_the_hosts_trimming_evicts_the_producers_result(telemetry: Telemetry) -> None:
-    telemetry.configure()
-    script = Script.of(
-        call("whats_here", "c1"),
-        call("note", "c2", text="scanning"),
-        call("screen_fire", "c3", screen_id="scr-7"),
-        text("done"),
-    )
+def screens_agent(
+    model: FunctionModel, telemetry: Telemetry, *, host_telemetry: bool = True
+) -> Agent[None, str]:
+    """The screens agent: its history trimming evicts whats_here's result once the run moves on,
+    and screen_fire's argument is declared to come from whats_here."""
     agent: Agent[None, str] = Agent(
-        script.model(),
-        name="screens",
-        capabilities=[ProcessHistory(evict_whats_here_once_worked)],
+        model, name="screens", capabilities=[ProcessHistory(evict_whats_here_once_worked)]
     )
-    hosted(agent, telemetry)
+    if host_telemetry:
+        hosted(agent, telemetry)
+    else:
+        agent.instrument = False  # pydantic-ai's instrumentation off: the GenAI spans are ours
     ci.declare_tool("screen_fire", arguments_from=["whats_here"])
 
     @agent.tool_plain
@@ -525,6 +523,18 @@ def test_dangling_reference_when_the_hosts_trimming_evicts_the_producers_result(
     def screen_fire(screen_id: str) -> str:
         return "fired"
 
+    return agent
+
+
+def test_dangling_reference_when_the_hosts_trimming_evicts_the_producers_result(telemetry: Telemetry) -> None:
+    telemetry.configure()
+    script = Script.of(
+        call("whats_here", "c1"),
+        call("note", "c2", text="scanning"),
+        call("screen_fire", "c3", screen_id="scr-7"),
+        text("done"),
+    )
+    agent = screens_agent(script.model(), telemetry)
     agent.run_sync("Fire the lobby screen.")
     assert not any(p.tool_name == "whats_here" for p in returns(script.received[2]))  # really evicted
     chats = sorted(operation(telemetry, names.OPERATION_CHAT), key=lambda s: s.start_time or 0)
@@ -553,29 +563,9 @@ def test_a_model_call_that_fails_is_still_judged_at_compose_on_its_own_chat_span
         script.received.append(list(messages))
         raise RuntimeError("the provider is down")
 
-    agent: Agent[None, str] = Agent(
-        FunctionModel(flaky, model_name="scripted"),
-        name="screens",
-        capabilities=[ProcessHistory(evict_whats_here_once_worked)],
+    agent = screens_agent(
+        FunctionModel(flaky, model_name="scripted"), telemetry, host_telemetry=host_telemetry
     )
-    if host_telemetry:
-        hosted(agent, telemetry)
-    else:
-        agent.instrument = False
-    ci.declare_tool("screen_fire", arguments_from=["whats_here"])
-
-    @agent.tool_plain
-    def whats_here() -> list[dict[str, str]]:
-        return [{"screen_id": "scr-7", "room": "lobby"}]
-
-    @agent.tool_plain
-    def note(text: str) -> str:
-        return "noted"
-
-    @agent.tool_plain
-    def screen_fire(screen_id: str) -> str:
-        return "fired"
-
     with pytest.raises(RuntimeError, match="the provider is down"):
         agent.run_sync("Fire the lobby screen.")
     assert len(script.received) == 3  # the third request reached the model, which failed
@@ -594,7 +584,7 @@ def test_with_a_wire_reader_each_body_is_read_inside_its_model_call_on_the_hosts
     telemetry: Telemetry,
 ) -> None:
     """The wire seam needs the model call open while the body crosses, host spans or not."""
-    import httpx
+    import httpx2  # the OpenAI SDK's own HTTP client package
     from openai import AsyncOpenAI
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
@@ -602,7 +592,7 @@ def test_with_a_wire_reader_each_body_is_read_inside_its_model_call_on_the_hosts
     telemetry.configure()
     bodies: list[dict[str, Any]] = []
 
-    def completion(request: httpx.Request) -> httpx.Response:
+    def completion(request: httpx2.Request) -> httpx2.Response:
         bodies.append(json.loads(request.content))
         message: dict[str, Any] = {"role": "assistant", "content": "vdi-a maps two LUNs."}
         if len(bodies) == 1:
@@ -617,7 +607,7 @@ def test_with_a_wire_reader_each_body_is_read_inside_its_model_call_on_the_hosts
                     }
                 ],
             }
-        return httpx.Response(
+        return httpx2.Response(
             200,
             json={
                 "id": f"chatcmpl-{len(bodies)}",
@@ -632,7 +622,7 @@ def test_with_a_wire_reader_each_body_is_read_inside_its_model_call_on_the_hosts
     client = AsyncOpenAI(
         api_key="test",
         base_url="http://model.test/v1",
-        http_client=httpx.AsyncClient(transport=httpx.MockTransport(completion)),
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(completion)),
     )
     model = OpenAIChatModel("gpt-test", provider=OpenAIProvider(openai_client=client))
     agent: Agent[None, str] = hosted(Agent(model, name="storage"), telemetry)
