@@ -191,6 +191,27 @@ class TestLunRows:
         assert len(armed.summaries()) == 1
 
 
+@pytest.mark.parametrize("broken", ["_current", "take_raw", "ToolScope"])
+async def test_enforce_fails_closed_when_our_bookkeeping_fails(
+    armed: Telemetry, monkeypatch: pytest.MonkeyPatch, broken: str
+) -> None:
+    """Whatever of ours fails around a call (the host run not found, the guardrail's own reading,
+    the call's scope), enforce never hands over rows it would refuse; the run goes on."""
+    from context_integrity.integrations import _openai_agents_mcp, _openai_agents_run
+
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a bug of ours")
+
+    owner = _openai_agents_mcp if broken == "take_raw" else _openai_agents_run
+    monkeypatch.setattr(owner, broken, (lambda *a, **k: None) if broken == "_current" else fail)
+    model, result = await TestLunRows()._run(armed, "enforce")
+    assert result.final_output == "mapped"
+    (read,) = _outputs(model, 1).values()
+    assert read.startswith("Result rejected") and "lun_mappings" in read
+    assert str(LUN_ROWS) not in read and "{'logical_unit_number'" not in read
+    assert len(model.calls) == 2, "a refusal is the result, not a retry prompt"
+
+
 # ── (c) what the model received ──────────────────────────────────────────
 
 JOBS = {"4417": [{"job": "bkp-4417-ganymede-tier2", "machine": "4417"}]}

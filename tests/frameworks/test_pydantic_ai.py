@@ -380,6 +380,55 @@ def test_our_own_failure_never_reaches_the_agent(
     assert len(telemetry.summaries()) == 1
 
 
+def test_when_finding_the_hosts_spans_fails_the_agent_runs_on_and_the_failure_is_logged(
+    telemetry: Telemetry, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The span search is asked before every attempt, outside any seam: its failure stays ours."""
+    telemetry.configure(check_column_types="warn")
+
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a bug of ours")
+
+    monkeypatch.setattr(integration, "find_host_span", fail)
+    script = lun_script()
+    with caplog.at_level(logging.ERROR, logger="context_integrity"):
+        result = lun_agent("metadata", script, telemetry).run_sync("Map host group vdi-a.")
+    assert result.output == "vdi-a maps two LUNs."
+    assert len(script.received) == 2
+    assert [p.content for p in returns(script.received[1])] == [LUN_ROWS]  # warn: the rows go on
+    logged = [r.getMessage() for r in caplog.records if r.name == "context_integrity"]
+    assert any("finding pydantic-ai's chat span failed" in m for m in logged)
+
+
+@pytest.mark.parametrize("broken", ["ToolScope", "Run"])
+def test_enforce_fails_closed_when_our_bookkeeping_fails(
+    telemetry: Telemetry, monkeypatch: pytest.MonkeyPatch, broken: str
+) -> None:
+    """A call whose scope cannot open (or whose run never opened) still never hands over rows
+    enforce would refuse: the tool runs, the model reads a refusal, the agent runs on."""
+    telemetry.configure(check_column_types="enforce")
+
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a bug of ours")
+
+    monkeypatch.setattr(integration, broken, fail)
+    script = lun_script()
+    ran: list[str] = []
+    agent: Agent[None, str] = hosted(Agent(script.model(), name="storage"), telemetry)
+
+    @agent.tool_plain(name=TOOL, metadata={"context_integrity": {"result_columns": LUN_COLUMNS}})
+    def mappings(host_group: str) -> list[dict[str, Any]]:
+        ran.append(host_group)
+        return _rows()
+
+    assert agent.run_sync("Map host group vdi-a.").output == "vdi-a maps two LUNs."
+    assert ran == ["vdi-a"]  # the tool itself ran: only its rows are withheld
+    (delivered,) = returns(script.received[1])
+    assert delivered.tool_call_id == "call_lun" and delivered.outcome == "success"
+    assert isinstance(delivered.content, str) and delivered.content.startswith("Result rejected")
+    assert "vdi-a" not in json.dumps(delivered.content).replace(f"'{TOOL}'", "")
+
+
 # ── capture_content never writes over the host nor records the run context ──
 
 

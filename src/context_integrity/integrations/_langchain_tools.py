@@ -18,8 +18,8 @@ from .._memo import IdentityMemo
 from ..contracts import define_contract
 from ..judge.seams import unjudged_refusal
 from ..telemetry.emit import record_internal_error
-from ..telemetry.setup import CONTRACTS, current
-from ..telemetry.tool_call import ToolScope
+from ..telemetry.setup import CONTRACTS
+from ..telemetry.tool_call import ToolScope, enforced_without_a_judge
 from . import _langchain_mcp
 from ._langchain_runs import AgentRun, openinference_span, tool_call_var
 
@@ -42,11 +42,7 @@ def withheld(record: AgentRun | None, name: str) -> str | None:
         if contract is None or not contract.result_columns:
             return None
         judge = record.run.judge if record is not None else None
-        if judge is not None:
-            enforced = judge.enforces(name)
-        else:
-            inst = current()
-            enforced = inst is not None and inst.dials.check_column_types == "enforce"
+        enforced = judge.enforces(name) if judge is not None else enforced_without_a_judge(contract)
     except Exception:  # cannot tell whether enforce holds: a tool with columns fails closed
         enforced = True
     return unjudged_refusal(name) if enforced else None

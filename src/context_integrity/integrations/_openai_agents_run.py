@@ -36,7 +36,7 @@ from ..telemetry.run import Run
 from ..telemetry.run_context import current_run
 from ..telemetry.setup import CONTRACTS
 from ..telemetry.spans import foreign_current_span
-from ..telemetry.tool_call import ToolScope
+from ..telemetry.tool_call import ToolScope, enforced_without_a_judge, unopened_call
 from . import _openai_agents_items as items
 from . import _openai_agents_mcp as _mcp
 from ._offered import SameTools
@@ -262,32 +262,64 @@ def _guard(data: Any) -> ToolGuardrailFunctionOutput:
         # An MCP tool: judged on the CallToolResult (its structured content), not the SDK's text.
         raw = _mcp.take_raw(call_id)
         state = _current()
-        if state is None:
-            return _ALLOW
-        scope = state.tools.pop(call_id, None) if isinstance(call_id, str) else None
+        scope = state.tools.pop(call_id, None) if state is not None and isinstance(call_id, str) else None
         if _failed() or output == _DEFAULT_FAILURE:
             # The SDK's default: the model reads the failure as the result. Recorded, not judged.
             if scope is not None:
                 scope.fail(ToolCallFailed(f"tool {context.tool_name!r} raised; the model was told so"))
             return _ALLOW
         judged = output if raw is None else raw
+        arguments = items.arguments_of(getattr(context, "tool_arguments", None))
         if scope is not None:
             delivered = scope.finish(judged)
+        elif state is not None:
+            delivered = state.open().tool_result(context.tool_name, call_id, judged, arguments=arguments)
         else:
-            delivered = state.open().tool_result(
-                context.tool_name,
-                call_id,
-                judged,
-                arguments=items.arguments_of(getattr(context, "tool_arguments", None)),
-            )
+            delivered = _judged_alone(context.tool_name, call_id, judged, arguments)
         if delivered is judged:
             return _ALLOW
-        _rejected_on_sdk_span()
-        # Enforce: the refusal is what the model reads as this call's result; not a retry prompt.
-        return ToolGuardrailFunctionOutput.reject_content(str(delivered), output_info=GUARDRAIL_NAME)
+        return _refuse(str(delivered))
     except Exception as ours:
-        record_internal_error(None, "judging an Agents SDK tool result", ours)
+        return _unjudged(data, ours)
+
+
+def _judged_alone(name: str, call_id: object, judged: object, arguments: Mapping[str, Any]) -> object:
+    """A call no host run of ours holds (our bookkeeping lost it): judged on its own, as a
+    ``@ci.tool`` call outside any run is, where enforce holds for it; else left alone."""
+    contract = _contract(name)
+    if not enforced_without_a_judge(contract):
+        return judged
+    try:
+        scope = ToolScope(
+            contract,
+            lambda: arguments,
+            call_id=call_id if isinstance(call_id, str) else None,
+            activate=False,
+        )
+    except Exception as ours:
+        refusal = unopened_call(contract, ours)
+        return judged if refusal is None else refusal
+    return scope.finish(judged)
+
+
+def _unjudged(data: Any, error: Exception) -> ToolGuardrailFunctionOutput:
+    """A result our guardrail failed to judge: enforce fails closed for a tool with columns."""
+    where = "judging an Agents SDK tool result"
+    try:
+        refusal = unopened_call(_contract(data.context.tool_name), error, where=where)
+        return _ALLOW if refusal is None else _refuse(refusal)
+    except Exception as worse:  # not even the tool's name: nothing declared is known to enforce
+        record_internal_error(None, where, worse)
         return _ALLOW
+
+
+def _refuse(refusal: str) -> ToolGuardrailFunctionOutput:
+    """Enforce: the refusal is what the model reads as this call's result; not a retry prompt."""
+    try:
+        _rejected_on_sdk_span()
+    except Exception as ours:  # the span's status is ours to lose; the refusal still stands
+        record_internal_error(None, "marking the SDK's tool span rejected", ours)
+    return ToolGuardrailFunctionOutput.reject_content(refusal, output_info=GUARDRAIL_NAME)
 
 
 _ALLOW: Final = ToolGuardrailFunctionOutput.allow()

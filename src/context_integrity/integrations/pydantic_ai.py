@@ -72,6 +72,7 @@ from ..telemetry.emit import record_internal_error
 from ..telemetry.run import ModelCall, Run, ToolScope, current_run
 from ..telemetry.setup import CONTRACTS
 from ..telemetry.spans import AGENT, CHAT, TOOL, find_host_span
+from ..telemetry.tool_call import unopened_call
 from . import _pydantic_ai_mcp as _mcp
 from ._pydantic_ai_declarations import METADATA_KEY, AgentDeclarations, declare_agent_tools
 from ._pydantic_ai_messages import MessageCache, answer_text, frame_of, response_of
@@ -259,17 +260,23 @@ class ContextIntegrity(AbstractCapability[Any]):
         self, ctx: RunContext[Any], *, request_context: ModelRequestContext, response: pm.ModelResponse
     ) -> pm.ModelResponse:
         if self._attempt_unread:
-            call = self._read_attempt(request_context)
-            self.choice(call, response, request_context.model_request_parameters)
+            try:
+                call = self._read_attempt(request_context)
+                self.choice(call, response, request_context.model_request_parameters)
+            except Exception as ours:  # the response goes on to the host as it came
+                record_internal_error(None, "reading a pydantic-ai model call", ours)
         return response
 
     async def on_model_request_error(
         self, ctx: RunContext[Any], *, request_context: ModelRequestContext, error: Exception
     ) -> pm.ModelResponse:
         if self._attempt_unread:
-            call = self._read_attempt(request_context)
-            if call is not None:
-                call.end(error)
+            try:
+                call = self._read_attempt(request_context)
+                if call is not None:
+                    call.end(error)
+            except Exception as ours:  # the host's own error is what propagates
+                record_internal_error(None, "reading a failed pydantic-ai model call", ours)
         raise error
 
     def compose(
@@ -321,8 +328,10 @@ class ContextIntegrity(AbstractCapability[Any]):
         handler: WrapToolExecuteHandler,
     ) -> Any:
         scope = self._tool_scope(call, args)
-        if scope is None:
-            return await handler(args)
+        if scope is None or isinstance(scope, str):
+            raw = await handler(args)
+            # A refusal here is enforce failing closed: the call could not be judged.
+            return raw if scope is None else scope
         function = self._declared.functions.get(call.tool_name)
         try:
             with host_judges_call(function), _mcp.keeping() as kept:
@@ -339,13 +348,20 @@ class ContextIntegrity(AbstractCapability[Any]):
         # A refusal replaces the whole return, extra content included: enforce never hands rows over.
         return raw if delivered is subject else delivered
 
-    def _tool_scope(self, call: pm.ToolCallPart, args: dict[str, Any]) -> ToolScope | None:
+    def _tool_scope(self, call: pm.ToolCallPart, args: dict[str, Any]) -> ToolScope | str | None:
+        """The call's scope; else the refusal to hand over (enforce cannot judge it); else ``None``.
+
+        Without a run (ours failed to open) the call is judged on its own, as an undecorated
+        ``@ci.tool`` call is: enforce holds whatever became of our bookkeeping.
+        """
         run = self._judging()
-        if run is None:
+        name = call.tool_name
+        try:
+            contract = CONTRACTS.get(name) or define_contract(name)
+        except Exception as ours:  # no contract to judge by: nothing declared can be enforced
+            record_internal_error(run.span if run is not None else None, "reading a tool's contract", ours)
             return None
         try:
-            name = call.tool_name
-            contract = CONTRACTS.get(name) or define_contract(name)
             return ToolScope(
                 contract,
                 lambda: args,
@@ -354,8 +370,7 @@ class ContextIntegrity(AbstractCapability[Any]):
                 host_span=find_host_span(TOOL, tool_name=name),
             )
         except Exception as ours:
-            record_internal_error(run.span, "opening a pydantic-ai tool call", ours)
-            return None
+            return unopened_call(contract, ours)
 
 
 class _SeamModel(WrapperModel):

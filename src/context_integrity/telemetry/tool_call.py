@@ -198,22 +198,30 @@ def _static_of(tool_name: str) -> tuple[str, str]:
     return names.tool_span_name(tool_name), clip(tool_name, MAX_ATTRIBUTE_CHARS)
 
 
-def unopened_call(contract: ToolContract, error: BaseException) -> str | None:
+def enforced_without_a_judge(contract: ToolContract) -> bool:
+    """Whether enforce holds for ``contract`` by the dials in force alone (no run's judge to ask)."""
+    inst = current()
+    dials = inst.dials if inst is not None else DEFAULT_DIALS
+    return dials.check_column_types == "enforce" and bool(contract.result_columns)
+
+
+def unopened_call(
+    contract: ToolContract, error: BaseException, *, where: str = "opening a tool span"
+) -> str | None:
     """A tool call whose scope could not open: record it, count it, and say whether to refuse.
 
     The call goes unjudged, so its run notes the write seam ``unreachable``; when enforce is armed
     for a tool with declared columns, the caller must hand over the refusal, not the rows.
+    ``where`` names what failed, for the log and the span.
     """
-    record_internal_error(None, "opening a tool span", error)
+    record_internal_error(None, where, error)
     try:
         agent_run = current_run()
         judge = agent_run.judge if agent_run is not None else None
         if judge is not None:
-            judge.note_unreachable("write", "opening a tool span", error)
+            judge.note_unreachable("write", where, error)
             return unjudged_refusal(contract.name) if judge.enforces(contract.name) else None
-        inst = current()
-        dials = inst.dials if inst is not None else DEFAULT_DIALS
-        enforced = dials.check_column_types == "enforce" and bool(contract.result_columns)
+        enforced = enforced_without_a_judge(contract)
     except Exception:  # cannot tell whether enforce holds: a tool with columns fails closed
         enforced = bool(contract.result_columns)
     return unjudged_refusal(contract.name) if enforced else None
