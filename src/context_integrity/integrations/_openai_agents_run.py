@@ -269,13 +269,14 @@ def _guard(data: Any) -> ToolGuardrailFunctionOutput:
                 scope.fail(ToolCallFailed(f"tool {context.tool_name!r} raised; the model was told so"))
             return _ALLOW
         judged = output if raw is None else raw
-        arguments = items.arguments_of(getattr(context, "tool_arguments", None))
         if scope is not None:
             delivered = scope.finish(judged)
-        elif state is not None:
-            delivered = state.open().tool_result(context.tool_name, call_id, judged, arguments=arguments)
-        else:
-            delivered = _judged_alone(context.tool_name, call_id, judged, arguments)
+        else:  # the call's own scope is missing: its arguments are read from the SDK's context
+            arguments = items.arguments_of(getattr(context, "tool_arguments", None))
+            if state is not None:
+                delivered = state.open().tool_result(context.tool_name, call_id, judged, arguments=arguments)
+            else:
+                delivered = _judged_alone(context.tool_name, call_id, judged, arguments)
         if delivered is judged:
             return _ALLOW
         return _refuse(str(delivered))
