@@ -36,7 +36,7 @@ from ..telemetry.run import Run
 from ..telemetry.run_context import current_run
 from ..telemetry.setup import CONTRACTS
 from ..telemetry.spans import foreign_current_span
-from ..telemetry.tool_call import ToolScope, enforced_without_a_judge, unopened_call
+from ..telemetry.tool_call import ToolScope, enforced_without_a_judge, judge_reported_result, unopened_call
 from . import _openai_agents_items as items
 from . import _openai_agents_mcp as _mcp
 from ._offered import SameTools
@@ -290,17 +290,13 @@ def _judged_alone(name: str, call_id: object, judged: object, arguments: Mapping
     contract = _contract(name)
     if not enforced_without_a_judge(contract):
         return judged
-    try:
-        scope = ToolScope(
-            contract,
-            lambda: arguments,
-            call_id=call_id if isinstance(call_id, str) else None,
-            activate=False,
-        )
-    except Exception as ours:
-        refusal = unopened_call(contract, ours)
-        return judged if refusal is None else refusal
-    return scope.finish(judged)
+    return judge_reported_result(
+        contract,
+        lambda: arguments,
+        judged,
+        call_id=call_id if isinstance(call_id, str) else None,
+        activate=False,
+    )
 
 
 def _unjudged(data: Any, error: Exception) -> ToolGuardrailFunctionOutput:

@@ -117,10 +117,9 @@ class ContextIntegrity(AbstractCapability[Any]):
     _wrapper: _SeamModel | None = field(default=None, init=False, repr=False, compare=False)
     # The tools the last request offered, as the frame read them: offered names are noted once.
     _tools_seen: tuple[object, ...] = field(default=(), init=False, repr=False, compare=False)
-    # The host's chat span around the current attempt, when it opened one: the attempt is then read
-    # by the after/error hook (once: ``_attempt_unread``) instead of through a wrapper model.
-    _host_chat: Any = field(default=None, init=False, repr=False, compare=False)
-    _attempt_unread: bool = field(default=False, init=False, repr=False, compare=False)
+    # The host's chat span around the current attempt while that attempt is unread: the after/error
+    # hook reads it (once) instead of a wrapper model. None once read, or when a wrapper reads it.
+    _unread_chat: Any = field(default=None, init=False, repr=False, compare=False)
 
     async def for_run(self, ctx: RunContext[Any]) -> AbstractCapability[Any]:
         # Each run gets its own instance: its state is that run's alone, however many run at once.
@@ -223,11 +222,9 @@ class ContextIntegrity(AbstractCapability[Any]):
         except Exception as ours:
             record_internal_error(None, "finding pydantic-ai's chat span", ours)
             host_chat = None
-        self._host_chat = host_chat
+        self._unread_chat = host_chat
         if host_chat is not None:
-            self._attempt_unread = True
             return None
-        self._attempt_unread = False
         # The wrapper holds nothing of a request, so one per wrapped model.
         wrapper = self._wrapper
         if wrapper is None or wrapper.wrapped is not model:
@@ -239,11 +236,9 @@ class ContextIntegrity(AbstractCapability[Any]):
         judge = run.judge if run is not None else None
         return judge is not None and bool(judge.armed["wire"])
 
-    def _read_attempt(self, request_context: ModelRequestContext) -> ModelCall | None:
-        """The attempt's request, composed on the host's chat span, when no wrapper read it."""
-        if not self._attempt_unread:
-            return None
-        self._attempt_unread = False
+    def _read_attempt(self, chat: Any, request_context: ModelRequestContext) -> ModelCall | None:
+        """The attempt's request, composed on the host's chat span ``chat``."""
+        self._unread_chat = None
         try:
             model_name = request_context.model.model_name
         except Exception as ours:
@@ -253,15 +248,16 @@ class ContextIntegrity(AbstractCapability[Any]):
             request_context.messages,
             request_context.model_request_parameters,
             model_name,
-            host_span=self._host_chat,
+            host_span=chat,
         )
 
     async def after_model_request(
         self, ctx: RunContext[Any], *, request_context: ModelRequestContext, response: pm.ModelResponse
     ) -> pm.ModelResponse:
-        if self._attempt_unread:
+        chat = self._unread_chat
+        if chat is not None:
             try:
-                call = self._read_attempt(request_context)
+                call = self._read_attempt(chat, request_context)
                 self.choice(call, response, request_context.model_request_parameters)
             except Exception as ours:  # the response goes on to the host as it came
                 record_internal_error(None, "reading a pydantic-ai model call", ours)
@@ -270,9 +266,10 @@ class ContextIntegrity(AbstractCapability[Any]):
     async def on_model_request_error(
         self, ctx: RunContext[Any], *, request_context: ModelRequestContext, error: Exception
     ) -> pm.ModelResponse:
-        if self._attempt_unread:
+        chat = self._unread_chat
+        if chat is not None:
             try:
-                call = self._read_attempt(request_context)
+                call = self._read_attempt(chat, request_context)
                 if call is not None:
                     call.end(error)
             except Exception as ours:  # the host's own error is what propagates

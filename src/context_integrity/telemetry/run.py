@@ -46,7 +46,7 @@ from .run_summary import abandon, summary_of, weak_summary
 from .setup import current
 from .spans import AGENT, HeldSpan, adopt_or_start, tracer_of
 from .tool_call import ToolScope as ToolScope  # re-exported: integrations/pydantic_ai.py reads it here
-from .tool_call import arguments_mapping, call_id_text, unopened_call
+from .tool_call import arguments_mapping, call_id_text, judge_reported_result
 
 if TYPE_CHECKING:
     from ..judge import RunJudge
@@ -348,14 +348,9 @@ class Run:
                 self.judge.note_unreachable("write", "reporting a tool result", ours)
             return result
         args = arguments_mapping(arguments)
-        try:
-            call = ToolScope(
-                contract, lambda: args, run=self, call_id=call_id_text(call_id), host_span=host_span
-            )
-        except Exception as ours:
-            refusal = unopened_call(contract, ours)
-            return result if refusal is None else refusal
-        return call.finish(result)
+        return judge_reported_result(
+            contract, lambda: args, result, run=self, call_id=call_id_text(call_id), host_span=host_span
+        )
 
     def answer(self, text: object = None, *, output: object = None) -> list[Finding]:
         """Report the final answer (the claim seam); returns the findings filed on the run span.

@@ -198,6 +198,28 @@ def _static_of(tool_name: str) -> tuple[str, str]:
     return names.tool_span_name(tool_name), clip(tool_name, MAX_ATTRIBUTE_CHARS)
 
 
+def judge_reported_result(
+    contract: ToolContract,
+    arguments: Callable[[], Mapping[str, Any]],
+    result: Any,
+    *,
+    run: Run | None = None,
+    call_id: str | None = None,
+    host_span: Span | None = None,
+    activate: bool = True,
+) -> Any:
+    """A result reported after its tool ran, judged in a scope opened and finished at once; what
+    the caller hands over. A scope that cannot open fails closed (:func:`unopened_call`)."""
+    try:
+        scope = ToolScope(
+            contract, arguments, run=run, call_id=call_id, host_span=host_span, activate=activate
+        )
+    except Exception as ours:
+        refusal = unopened_call(contract, ours)
+        return result if refusal is None else refusal
+    return scope.finish(result)
+
+
 def enforced_without_a_judge(contract: ToolContract) -> bool:
     """Whether enforce holds for ``contract`` by the dials in force alone (no run's judge to ask)."""
     inst = current()
