@@ -44,7 +44,7 @@ from opentelemetry.trace import StatusCode
 from pydantic import BaseModel
 from pydantic_ai import Agent, RunContext
 from pydantic_ai import messages as pm
-from pydantic_ai.capabilities import ProcessHistory
+from pydantic_ai.capabilities import AbstractCapability, ProcessHistory
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 from pydantic_ai.models.instrumented import InstrumentationSettings
@@ -547,12 +547,16 @@ def evict_whats_here_once_worked(messages: list[pm.ModelMessage]) -> list[pm.Mod
 
 
 def screens_agent(
-    model: FunctionModel, telemetry: Telemetry, *, host_telemetry: bool = True
+    model: FunctionModel,
+    telemetry: Telemetry,
+    *,
+    host_telemetry: bool = True,
+    capabilities: tuple[AbstractCapability[Any], ...] = (),
 ) -> Agent[None, str]:
     """The screens agent: its history trimming evicts whats_here's result once the run moves on,
     and screen_fire's argument is declared to come from whats_here."""
     agent: Agent[None, str] = Agent(
-        model, name="screens", capabilities=[ProcessHistory(evict_whats_here_once_worked)]
+        model, name="screens", capabilities=[ProcessHistory(evict_whats_here_once_worked), *capabilities]
     )
     if host_telemetry:
         hosted(agent, telemetry)
@@ -627,6 +631,60 @@ def test_a_model_call_that_fails_is_still_judged_at_compose_on_its_own_chat_span
     assert not findings(chats[0]) and not findings(chats[1])
     (summary,) = telemetry.summaries()
     assert attrs(summary)[names.RUN_OUTCOME] == "error"
+
+
+@pytest.mark.parametrize("host_telemetry", [True, False], ids=["host chat spans", "our chat spans"])
+@pytest.mark.parametrize("falls_back_on", ["an error", "a rejected response"])
+def test_an_attempt_model_fallback_moves_on_from_is_judged_at_compose_like_the_one_that_answers(
+    telemetry: Telemetry, host_telemetry: bool, falls_back_on: str
+) -> None:
+    """ModelFallback sits innermost and moves on before any outer hook sees the attempt: the
+    request the first model was sent is judged all the same, on its own chat span."""
+    from pydantic_ai.capabilities import ModelFallback
+    from pydantic_ai.exceptions import ModelAPIError
+
+    telemetry.configure()
+    script = Script.of(call("whats_here", "c1"), call("note", "c2", text="scanning"))
+    backup = Script.of(text("done"))
+
+    def primary(messages: list[pm.ModelMessage], info: AgentInfo) -> pm.ModelResponse:
+        if script.plan:
+            return script(messages, info)
+        script.received.append(list(messages))
+        if falls_back_on == "an error":
+            raise ModelAPIError("primary", "the provider is down")
+        return pm.ModelResponse(parts=text("I cannot say."), finish_reason="content_filter")
+
+    agent = screens_agent(
+        FunctionModel(primary, model_name="primary"),
+        telemetry,
+        host_telemetry=host_telemetry,
+        capabilities=(ModelFallback(FunctionModel(backup, model_name="backup")),),
+    )
+    assert agent.run_sync("Fire the lobby screen.").output == "done"
+    assert len(script.received) == 3 and len(backup.received) == 1  # the third request, twice
+    assert script.received[2] == backup.received[0]  # the same request, to each model
+    chats = sorted(operation(telemetry, names.OPERATION_CHAT), key=lambda s: s.start_time or 0)
+    # pydantic-ai spans a request step with one chat span (an attempt it moved on from is a child
+    # span of its own); ours is a chat span per request the model was sent.
+    assert len(chats) == (3 if host_telemetry else 4)
+    assert all(is_pydantic_ai(s) == host_telemetry for s in chats)
+    dangling = [
+        i for i, s in enumerate(chats) for f in findings(s) if f[names.FINDING_KIND] == "dangling-reference"
+    ]
+    assert dangling == [2]  # on the span of the first request that carried it
+    summary = the_summary_under_the_host_run(telemetry) if host_telemetry else telemetry.summaries()[0]
+    row = attrs(summary)
+    assert row[names.RUN_OUTCOME] == "ok"
+    # Each of the two sends of the third request is judged at compose, whoever opened the spans.
+    assert row[names.row_attribute("dangling-reference", "compose", "checked")] == 2
+    assert row[names.row_attribute("dangling-reference", "compose", "findings")] == 2
+    # And every response a model returned is read at choice, the rejected one included.
+    responses = 3 if falls_back_on == "an error" else 4
+    choice = [
+        row[names.row_attribute("unsupported-argument", "choice", f)] for f in ("checked", "not_applicable")
+    ]
+    assert sum(choice) == responses
 
 
 def test_with_a_wire_reader_each_body_is_read_inside_its_model_call_on_the_hosts_chat_span(

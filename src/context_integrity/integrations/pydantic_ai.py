@@ -15,9 +15,11 @@ Where each seam is fed from:
   and capability, and the response it returned. When the host opened a ``chat`` span around the
   request (its instrumentation is on), both are read inside that span from the attempt's own hooks
   (``after_model_request``, ``on_model_request_error``), whose request context holds the prepared
-  request: no wrapper model is entered around each call. Otherwise (no host chat span, or a wire
-  reader that must find the call open while its body crosses) a wrapper model
-  (``get_wrapper_model``) sees the call, so that our own ``chat`` span covers it.
+  request: no wrapper model is entered around each call. Otherwise (no host chat span; a wire
+  reader that must find the call open while its body crosses; or a capability inside ours, such
+  as ``ModelFallback``, whose attempt hooks run first and can move the request on to another
+  attempt before ours reads it) a wrapper model (``get_wrapper_model``) sees every call the model
+  is sent, so that our own ``chat`` span covers it.
 - write: ``wrap_tool_execute`` judges the raw value the tool returned (``ToolReturn.return_value``),
   before pydantic-ai serialises it, and a refusal is returned as the tool's result: the model reads
   the refusal sentence in the call's own tool-return part, never a retry prompt inviting the same call.
@@ -120,6 +122,10 @@ class ContextIntegrity(AbstractCapability[Any]):
     # The host's chat span around the current attempt while that attempt is unread: the after/error
     # hook reads it (once) instead of a wrapper model. None once read, or when a wrapper reads it.
     _unread_chat: Any = field(default=None, init=False, repr=False, compare=False)
+    # Whether a capability inside ours (ModelFallback, say) has attempt hooks that run before ours
+    # and can move a request on to another attempt before our hook reads it: then every attempt is
+    # read by a wrapper model, inside the call.
+    _passed_over: bool = field(default=False, init=False, repr=False, compare=False)
 
     async def for_run(self, ctx: RunContext[Any]) -> AbstractCapability[Any]:
         # Each run gets its own instance: its state is that run's alone, however many run at once.
@@ -172,6 +178,7 @@ class ContextIntegrity(AbstractCapability[Any]):
         self, ctx: RunContext[Any], handler: WrapRunHandler, renamed: set[str]
     ) -> AgentRunResult[Any]:
         self._run = opened = self._open(ctx)
+        self._passed_over = _attempts_can_pass(self, ctx.root_capability)
         self._declared.superseded |= renamed  # offered under a prefix or a new name, not unoffered
         try:
             result = await handler()
@@ -217,7 +224,7 @@ class ContextIntegrity(AbstractCapability[Any]):
         # span ourselves, around the call, or when a wire reader reads the body as it crosses.
         try:
             host_chat = find_host_span(CHAT)
-            if host_chat is not None and self._reads_wire():
+            if host_chat is not None and (self._passed_over or self._reads_wire()):
                 host_chat = None
         except Exception as ours:
             record_internal_error(None, "finding pydantic-ai's chat span", ours)
@@ -368,6 +375,33 @@ class ContextIntegrity(AbstractCapability[Any]):
             )
         except Exception as ours:
             return unopened_call(contract, ours)
+
+
+_ATTEMPT_HOOKS: Final = ("after_model_request", "on_model_request_error")
+
+
+def _attempts_can_pass(capability: ContextIntegrity, root: AbstractCapability[Any] | None) -> bool:
+    """Whether a capability after ours in the chain overrides an attempt hook.
+
+    pydantic-ai runs the attempt hooks innermost first and stops at one that raises
+    ``RetryModelRequest``: such a capability can send the request on to another attempt, or
+    another model, before our own hook has read the attempt the model was sent.
+    """
+    try:
+        if root is None:
+            return False
+        leaves = leaf_capabilities(root)
+        at = next((i for i, leaf in enumerate(leaves) if leaf is capability), None)
+        if at is None:  # not found where it runs: every attempt is read inside the call
+            return True
+        return any(
+            getattr(type(leaf), hook, None) is not getattr(AbstractCapability, hook)
+            for leaf in leaves[at + 1 :]
+            for hook in _ATTEMPT_HOOKS
+        )
+    except Exception as ours:
+        record_internal_error(None, "reading a pydantic-ai run's capabilities", ours)
+        return True
 
 
 class _SeamModel(WrapperModel):
