@@ -639,7 +639,8 @@ def test_an_attempt_model_fallback_moves_on_from_is_judged_at_compose_like_the_o
     telemetry: Telemetry, host_telemetry: bool, falls_back_on: str
 ) -> None:
     """ModelFallback sits innermost and moves on before any outer hook sees the attempt: the
-    request the first model was sent is judged all the same, on its own chat span."""
+    request the first model was sent is judged all the same, on the chat span it was sent in
+    (pydantic-ai's span of the request step, or ours of that attempt)."""
     from pydantic_ai.capabilities import ModelFallback
     from pydantic_ai.exceptions import ModelAPIError
 
