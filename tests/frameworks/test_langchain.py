@@ -18,8 +18,10 @@ The laws under test, each with a scripted chat model that records every message 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import os
+import typing
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,10 +31,12 @@ from tests.conftest import Telemetry
 try:
     from langchain.agents import create_agent
     from langchain.agents.middleware import AgentMiddleware
+    from langchain_core.callbacks import CallbackManagerForToolRun
     from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
     from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
     from langchain_core.outputs import ChatResult
-    from langchain_core.tools import tool
+    from langchain_core.runnables import RunnableConfig
+    from langchain_core.tools import BaseTool, tool
 except ImportError:  # pragma: no cover - CI installs the extra
     if os.environ.get("CI"):
         raise
@@ -523,6 +527,54 @@ def test_with_every_dial_off_the_model_and_the_caller_see_exactly_what_they_saw_
     assert list(judged) == list(bare)
     assert _plain(judged["messages"]) == _plain(bare["messages"])
     assert len(telemetry.summaries()) == 1, "it did run"
+
+
+class _RowsTool(BaseTool):
+    """A tool class of the user's own, whose ``_run`` asks LangChain for its run manager and config."""
+
+    name: str = "lun_mappings"
+    description: str = "The LUN mappings of a host group."
+    seen: list[tuple[bool, Any]] = Field(default_factory=list)
+
+    def _run(
+        self, host_group: str, config: RunnableConfig, run_manager: CallbackManagerForToolRun | None = None
+    ) -> list[dict[str, Any]]:
+        self.seen.append((run_manager is not None, (config.get("metadata") or {}).get("tenant")))
+        return LUN_ROWS
+
+
+def test_the_judged_copy_reads_to_langchain_as_the_tool_does_and_is_read_without_parsing(
+    armed: Telemetry,
+) -> None:
+    """LangChain reads a tool's ``_run`` signature and type hints on every call, to decide whether
+    to hand it the run manager and the config: the judged copy must answer exactly as the tool does
+    (or the tool would lose them), from what was read once when the copy was made."""
+    armed.configure(check_column_types="warn")
+    function_saw: list[Any] = []
+
+    @tool("lun_mappings")
+    def with_config(host_group: str, config: RunnableConfig) -> list[dict[str, Any]]:
+        """The LUN mappings of a host group."""
+        function_saw.append((config.get("metadata") or {}).get("tenant"))
+        return LUN_ROWS
+
+    class_tool = _RowsTool()
+    for original in (with_config, class_tool):
+        original.metadata = {"context_integrity": {"result_columns": LUN_COLUMNS}}
+        copy = tool_part.judging_copy(original)
+        assert inspect.signature(copy._run) == inspect.signature(original._run)
+        assert typing.get_type_hints(copy._run) == typing.get_type_hints(original._run)
+        # Read once, when the copy was made: nothing to unwrap or parse on each call.
+        assert "__signature__" in vars(copy._run)
+        assert not any(isinstance(hint, str) for hint in copy._run.__annotations__.values())
+        model = scripted(call("lun_mappings", {"host_group": "vdi-a"}, "call_lun"), AIMessage(content="done"))
+        armed.spans.clear()
+        create_agent(model, tools=[original]).invoke({"messages": QUESTION}, {"metadata": {"tenant": "t-1"}})
+        assert kinds(armed.one(names.tool_span_name("lun_mappings"))) == ["column-type-mismatch"]
+        (delivered,) = tool_messages(model.received[1])
+        assert json.loads(str(delivered.content)) == LUN_ROWS
+    assert function_saw == ["t-1"], "the function tool was handed the run's config"
+    assert class_tool.seen == [(True, "t-1")], "the tool class was handed its run manager and the config"
 
 
 def test_the_agent_graph_gets_no_node_and_no_state_of_ours(telemetry: Telemetry) -> None:

@@ -8,7 +8,11 @@ The user's tool is never changed. Only imported by :mod:`.langchain`.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import inspect
+import typing
+from collections.abc import Callable
 from typing import Any, Final
 
 from langchain_core.messages import ToolMessage
@@ -89,6 +93,21 @@ def _deliver(record: AgentRun, scope: ToolScope, raw: Any, artifact_only: bool, 
     return (delivered, None) if judged is not raw else delivered
 
 
+def read_once(wrapper: Callable[..., Any], wrapped: Callable[..., Any]) -> None:
+    """Give ``wrapper`` the signature and resolved type hints of ``wrapped``, read now, once.
+
+    LangChain reads a tool's ``_run`` signature and type hints on every call (to hand it the run
+    manager and the config), and LangSmith's ``traceable`` a middleware hook's: from a
+    ``functools.wraps`` wrapper that means unwrapping it and parsing its string annotations
+    each time.
+    """
+    # What does not read is left to be read as LangChain reads the tool's own, failing alike.
+    with contextlib.suppress(Exception):
+        wrapper.__signature__ = inspect.signature(wrapped)  # type: ignore[attr-defined]
+    with contextlib.suppress(Exception):
+        wrapper.__annotations__ = typing.get_type_hints(wrapped, include_extras=True)
+
+
 _MAX_PROXIES: Final = 512
 _proxies: Final[IdentityMemo[BaseTool, BaseTool]] = IdentityMemo(_MAX_PROXIES)
 
@@ -146,6 +165,8 @@ def _judged_copy_of(tool: BaseTool) -> BaseTool:
             raise
         return _deliver(current[0], scope, raw, artifact_only, mcp)
 
+    read_once(judged_run, run)
+    read_once(judged_arun, arun)
     object.__setattr__(proxy, "_run", judged_run)
     object.__setattr__(proxy, "_arun", judged_arun)
     return proxy

@@ -59,7 +59,7 @@ from ._langchain_runs import (
     run_of_root,
     tool_call_var,
 )
-from ._langchain_tools import judging_copy, refused, tool_name_of, withheld
+from ._langchain_tools import judging_copy, read_once, refused, tool_name_of, withheld
 
 __all__ = [
     "METADATA_KEY",
@@ -128,7 +128,7 @@ def _presigned(bound: Callable[..., Any]) -> Callable[..., Any]:
             return bound(request, handler)
 
     functools.update_wrapper(hook, bound)
-    hook.__signature__ = inspect.signature(bound)  # type: ignore[union-attr]
+    read_once(hook, bound)
     return hook
 
 
