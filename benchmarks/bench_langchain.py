@@ -143,8 +143,8 @@ def _script() -> ScriptedModel:
 CONTROL = "bare again"
 
 
-def _one_run(variant: str, host_spans: int = 0) -> tuple[float, float]:
-    """Wall time and this process's CPU time of one run (CPU time is less hurt by a busy machine)."""
+def _agent(variant: str) -> Any:
+    """The agent of one side, built (and its tool declared) as that side runs it."""
     if variant in ("bare", CONTROL, "spans only"):
         # The bare agent runs as it would without the library: no callback of ours either.
         integration.remove_run_ends()
@@ -160,7 +160,12 @@ def _one_run(variant: str, host_spans: int = 0) -> tuple[float, float]:
         middleware = [SpansOnly()]
     else:
         middleware = [integration.ContextIntegrityMiddleware()]
-    agent = create_agent(_script(), tools=[get_row], middleware=middleware)  # built outside the clock
+    return create_agent(_script(), tools=[get_row], middleware=middleware)
+
+
+def _one_run(variant: str, host_spans: int = 0) -> tuple[float, float]:
+    """Wall time and this process's CPU time of one run (CPU time is less hurt by a busy machine)."""
+    agent = _agent(variant)  # built outside the clock
     # Every run starts from the same collector state: the garbage of the run before (and of
     # building this agent) is not collected on this run's clock, whichever contender it was.
     gc.collect()

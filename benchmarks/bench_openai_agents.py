@@ -132,11 +132,16 @@ class _SpansOnly(RunHooks[Any]):
             self.run.end()
 
 
-async def _one(floor: Tracer | None = None) -> tuple[float, float]:
-    """Wall and CPU seconds of one run (CPU time is what a shared machine disturbs least)."""
+def _prepared(floor: Tracer | None = None) -> tuple[ScriptedModel, Agent[Any], _SpansOnly | None]:
+    """One run's scripted model, agent and (for the floor) hooks, built as the run would build them."""
     model = _script()
     agent = Agent(name="bench", instructions="Read every page.", model=model, tools=[read_rows])
-    hooks = _SpansOnly(floor) if floor is not None else None
+    return model, agent, _SpansOnly(floor) if floor is not None else None
+
+
+async def _one(floor: Tracer | None = None) -> tuple[float, float]:
+    """Wall and CPU seconds of one run (CPU time is what a shared machine disturbs least)."""
+    model, agent, hooks = _prepared(floor)
     # Every run starts from the same collector state: the garbage of the run before (whichever
     # side made it) and of building this agent is not collected on this run's clock.
     gc.collect()

@@ -134,7 +134,7 @@ def _judged_copy_of(tool: BaseTool) -> BaseTool:
     mcp = _langchain_mcp.is_adapter_tool(tool)
     name = tool.name
 
-    # functools.wraps keeps the signature: BaseTool.run reads _run's for run_manager and config.
+    # BaseTool.run reads _run's signature and hints for run_manager and config: see read_once below.
     @functools.wraps(run)
     def judged_run(*args: Any, **kwargs: Any) -> Any:
         current = tool_call_var.get()
