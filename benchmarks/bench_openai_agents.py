@@ -2,7 +2,7 @@
 
 A scripted 20-step run (19 tool-calling model turns and a final answer, the SDK's own
 ScriptedModel) with and without :func:`instrument_all`, side by side in one process, interleaved
-over rounds, the order alternating. The SDK's own tracing is on in both (its processors discard, so nothing uploads);
+over rounds, the order alternating. The SDK's own tracing is on in both (its traces and spans are made, with no processor registered, so nothing uploads);
 with the integration every request, response and tool result is judged, the tool's 20-row result
 against a 3-column declaration, and its spans go through an SDK ``TracerProvider`` whose exporter
 keeps nothing. Target: <= 1.10x.
