@@ -2,10 +2,10 @@
 
 A scripted 20-step run (19 tool-calling model turns and a final answer, the SDK's own
 ScriptedModel) with and without :func:`instrument_all`, side by side in one process, interleaved
-over rounds, the order alternating. The SDK's own tracing is on in both (its traces and spans are made, with no processor registered, so nothing uploads);
-with the integration every request, response and tool result is judged, the tool's 20-row result
-against a 3-column declaration, and its spans go through an SDK ``TracerProvider`` whose exporter
-keeps nothing. Target: <= 1.10x.
+over rounds, the order alternating. The SDK's own tracing is on in both (its traces and spans
+are made, with no processor registered, so nothing uploads); with the integration every request,
+response and tool result is judged, the tool's 20-row result against a 3-column declaration, and
+its spans go through an SDK ``TracerProvider`` whose exporter keeps nothing. Target: <= 1.10x.
 
 Measured twice. The SDK's tracing is not OpenTelemetry, so first with that tracing only: the
 spans of the judged run are all ours, and the bare run has none. Then with OpenInference's

@@ -31,7 +31,6 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -69,10 +68,7 @@ def _langchain(side: str, beside: bool, runs: int) -> None:
         LangChainInstrumentor().instrument(tracer_provider=provider)
         logging.getLogger("opentelemetry.attributes").setLevel(logging.ERROR)  # as bench_langchain does
         exported = bench._Discard.exported
-        bench.integration.remove_run_ends()
-        bench.create_agent(bench._script(), tools=[bench.get_row]).invoke(
-            {"messages": [{"role": "user", "content": "fetch 20 rows"}]}
-        )
+        bench._agent("bare").invoke({"messages": [{"role": "user", "content": "fetch 20 rows"}]})
         host_spans = bench._Discard.exported - exported
     for _ in range(WARM_UP):
         bench._one_run(side, host_spans)  # asserts the side makes the spans it should
@@ -155,7 +151,7 @@ def main(frameworks: tuple[str, ...] = tuple(SIDES)) -> dict[str, float]:
     ratios: dict[str, float] = {}
     for framework in frameworks:
         for configuration, sides in SIDES[framework].items():
-            counts: dict[str, Any] = {side: _per_run(framework, configuration, side) for side in sides}
+            counts: dict[str, float] = {side: _per_run(framework, configuration, side) for side in sides}
             bare = counts[sides[0]]
             print(f"{framework}, {configuration}: instructions a 20-step run")
             for side in sides:
