@@ -44,6 +44,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, Sp
 
 import context_integrity as ci
 from context_integrity.integrations import langchain as integration
+from context_integrity.integrations._langchain_runs import remove_run_ends
 from context_integrity.telemetry import names
 from context_integrity.telemetry.setup import current
 
@@ -147,7 +148,7 @@ def _agent(variant: str) -> Any:
     """The agent of one side, built (and its tool declared) as that side runs it."""
     if variant in ("bare", CONTROL, "spans only"):
         # The bare agent runs as it would without the library: no callback of ours either.
-        integration.remove_run_ends()
+        remove_run_ends()
     else:
         # "columns": the write seam judged; "every seam": grounds declared too, so compose and
         # choice read every request and response.
@@ -244,7 +245,7 @@ def main(rounds: int = 100) -> tuple[float, float, float, float]:
     attribute_log.setLevel(logging.ERROR)
     try:
         exported = _Discard.exported
-        integration.remove_run_ends()
+        remove_run_ends()
         agent = create_agent(_script(), tools=[get_row])
         agent.invoke({"messages": [{"role": "user", "content": "fetch 20 rows"}]})
         host_spans = _Discard.exported - exported

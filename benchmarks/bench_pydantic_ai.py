@@ -55,7 +55,7 @@ from context_integrity.telemetry.spans import CHAT, find_host_span
 
 STEPS = 20
 TARGET = 1.10
-ROWS = [{"key": f"k{i}", "value": f"v{i}", "size": i} for i in range(10)]
+ROWS: list[dict[str, Any]] = [{"key": f"k{i}", "value": f"v{i}", "size": i} for i in range(10)]
 COLUMNS = {"key": "string", "value": "string", "size": "number"}
 
 

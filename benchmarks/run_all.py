@@ -26,6 +26,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -78,7 +79,7 @@ def _rows(name: str, module: object, result: object) -> list[Measure]:
     return [Measure(name, float("nan"), float("nan"), target, "no ratio returned: see its lines above")]
 
 
-def _call_main(module: object) -> object:
+def _call_main(module: ModuleType) -> object:
     main = module.main
     needed = [p for p in inspect.signature(main).parameters.values() if p.default is inspect.Parameter.empty]
     result = main(*([ROUNDS_DEFAULT] * len(needed)))
