@@ -22,7 +22,15 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import Span, Tracer, set_span_in_context
 from opentelemetry.util.types import AttributeValue
 
-from context_integrity.findings import CHECKED_FAIL, CHECKED_PASS, NOT_APPLICABLE, Finding, Subject, Witness
+from context_integrity.findings import (
+    CHECKED_FAIL,
+    CHECKED_PASS,
+    NOT_APPLICABLE,
+    Finding,
+    Stratum,
+    Subject,
+    Witness,
+)
 from context_integrity.judge import REGISTERED_CHECKS
 from context_integrity.ledger import DispositionLedger, LedgerRow
 from context_integrity.telemetry import names
@@ -128,7 +136,7 @@ MODEL = "gpt-test"
 
 
 def _witness(
-    subject: str, predicate: str, value: str, epoch: int | None, stratum: str, provenance: str
+    subject: str, predicate: str, value: str, epoch: int | None, stratum: Stratum, provenance: str
 ) -> Witness:
     kind, _, ident = subject.partition(" ")
     return Witness(Subject(kind, ident), predicate, value, epoch, stratum, provenance)

@@ -49,6 +49,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
+from tests.recording_shapes import LOOKUP_FINDING, add_finding, hex_span_id, hex_trace_id, run_span, tool_span
 
 from context_integrity.paths import RECORDING_ENV_VAR
 from context_integrity.recording.otlp_json import (
@@ -64,7 +65,6 @@ from context_integrity.telemetry.file_export import (
     OtlpJsonLinesMetricExporter,
     OtlpJsonLinesSpanExporter,
 )
-from recording_shapes import LOOKUP_FINDING, add_finding, hex_span_id, hex_trace_id, run_span, tool_span
 
 VALUE_KEYS = {
     "stringValue",
@@ -355,7 +355,7 @@ def test_metric_and_log_exporters_fail_without_raising_on_an_unwritable_path(tmp
     assert OtlpJsonLinesMetricExporter(path).export(metrics_data) is MetricExportResult.FAILURE
     meter_provider.shutdown()
 
-    memory = InMemoryLogRecordExporter()
+    memory = InMemoryLogRecordExporter()  # type: ignore[no-untyped-call]  # the SDK's __init__ is unannotated
     logger_provider = LoggerProvider()
     logger_provider.add_log_record_processor(SimpleLogRecordProcessor(memory))
     _emit_log(logger_provider, "hello")

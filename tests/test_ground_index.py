@@ -21,6 +21,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.grounding_reference import reference_corpora, reference_present
 
 from context_integrity import limits
 from context_integrity.checks.unsupported_argument import ArmedCall, unsupported_arguments_of
@@ -28,7 +29,6 @@ from context_integrity.contracts import define_contract
 from context_integrity.judge import ContractBook, Dials, RunJudge
 from context_integrity.judge.ground_index import SCAN_CHARS, FrameIndex, SubstringIndex
 from context_integrity.loop import Message, ModelResponse, RequestFrame, ToolCall, ToolDefinition
-from grounding_reference import reference_corpora, reference_present
 
 # Small alphabets, so needles and texts collide often: word and non-word characters, a final-sigma
 # pair (lowering is context-dependent there), the reference's own separator, digits.
@@ -63,7 +63,7 @@ def messages(draw: st.DrawFn) -> Message:
             "tool",
             content,
             tool_name=draw(st.sampled_from(_TOOLS)) if named else None,
-            tool_call_id=draw(st.sampled_from([*_CALL_IDS, None])),  # type: ignore[arg-type]
+            tool_call_id=draw(st.sampled_from([*_CALL_IDS, None])),
         )
     if role == "assistant":
         calls = draw(

@@ -26,14 +26,7 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-from context_integrity.judge import REGISTERED_CHECKS
-from context_integrity.limits import MAX_LISTED_PROBLEMS
-from context_integrity.recording import RecordingStream, read_recording, read_recording_text, reader
-from context_integrity.report import format_report, write_report
-from context_integrity.telemetry import names
-from context_integrity.telemetry.file_export import OtlpJsonLinesSpanExporter
-from recording_shapes import (
+from tests.recording_shapes import (
     LOOKUP_FINDING,
     LOOKUP_TOOL,
     add_finding,
@@ -42,6 +35,13 @@ from recording_shapes import (
     scenario_ledger,
     tool_span,
 )
+
+from context_integrity.judge import REGISTERED_CHECKS
+from context_integrity.limits import MAX_LISTED_PROBLEMS
+from context_integrity.recording import RecordingStream, read_recording, read_recording_text, reader
+from context_integrity.report import format_report, write_report
+from context_integrity.telemetry import names
+from context_integrity.telemetry.file_export import OtlpJsonLinesSpanExporter
 
 
 def record_runs(path: Path, runs: int, *, per_line: int = 10, summaries: bool = True) -> None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import cast
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -33,19 +34,8 @@ from opentelemetry.sdk.metrics import Counter, MeterProvider
 from opentelemetry.sdk.metrics.export import AggregationTemporality, PeriodicExportingMetricReader
 from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-
-from context_integrity.findings import Finding
-from context_integrity.judge import REGISTERED_CHECKS
-from context_integrity.ledger import ROW_FIELDS, DispositionLedger
-from context_integrity.paths import RECORDING_ENV_VAR, RECORDING_FILE_NAME, default_recording_path
-from context_integrity.recording import FindingRecord, Recording, read_recording, read_recording_text
-from context_integrity.recording import otlp_json as otlp
-from context_integrity.report import format_report
-from context_integrity.report import text as report_text
-from context_integrity.telemetry import names
-from context_integrity.telemetry.file_export import OtlpJsonLinesMetricExporter, OtlpJsonLinesSpanExporter
-from context_integrity.telemetry.schema import COUNT_FIELDS
-from recording_shapes import (
+from opentelemetry.util.types import AttributeValue
+from tests.recording_shapes import (
     AGENT,
     LOOKUP_FINDING,
     LOOKUP_TOOL,
@@ -68,6 +58,18 @@ from recording_shapes import (
     untouched_rows,
     witness_expectation,
 )
+
+from context_integrity.findings import Finding
+from context_integrity.judge import REGISTERED_CHECKS
+from context_integrity.ledger import ROW_FIELDS, DispositionLedger
+from context_integrity.paths import RECORDING_ENV_VAR, RECORDING_FILE_NAME, default_recording_path
+from context_integrity.recording import FindingRecord, Recording, read_recording, read_recording_text
+from context_integrity.recording import otlp_json as otlp
+from context_integrity.report import format_report
+from context_integrity.report import text as report_text
+from context_integrity.telemetry import names
+from context_integrity.telemetry.file_export import OtlpJsonLinesMetricExporter, OtlpJsonLinesSpanExporter
+from context_integrity.telemetry.schema import COUNT_FIELDS
 
 
 @pytest.fixture(scope="module")
@@ -218,7 +220,7 @@ def scenario_lines(scenario: Scenario) -> list[str]:
     return scenario.path.read_text().splitlines(keepends=True)
 
 
-def _comparable(recording: Recording) -> object:
+def _comparable(recording: Recording) -> tuple[object, ...]:
     return (recording.runs, recording.loose_calls, recording.problems, recording.finding_counts)
 
 
@@ -297,12 +299,16 @@ def test_a_summary_that_writes_every_zero_reads_the_same(tmp_path: Path) -> None
     path = tmp_path / "dense.jsonl"
     provider, tracer = tracer_into(path)
     ledger = scenario_ledger()
-    dense = {
-        names.row_attribute(row.check, row.seam, field): value
-        for row in ledger.report()
-        for field, value in row.as_dict().items()
-        if field not in ROW_FIELDS[:2]
-    }
+    # LedgerRow.as_dict() types its values as object; past check and seam they are the counts (ints).
+    dense = cast(
+        "dict[str, AttributeValue]",
+        {
+            names.row_attribute(row.check, row.seam, field): value
+            for row in ledger.report()
+            for field, value in row.as_dict().items()
+            if field not in ROW_FIELDS[:2]
+        },
+    )
     with run_span(tracer, AGENT) as run:
         emit_summary(tracer, run, ledger, extra=dense)
     provider.shutdown()
