@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader, NumberDataPoint
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -64,6 +64,7 @@ class Telemetry:
                 for metric in scope.metrics:
                     if metric.name == names.FINDINGS_METRIC:
                         for point in metric.data.data_points:
+                            assert isinstance(point, NumberDataPoint)  # the findings counter's points
                             points.append((dict(point.attributes or {}), int(point.value)))
         return points
 

@@ -60,7 +60,7 @@ def _tool_42(telemetry: Telemetry) -> object:
 
 
 def _tool_named(telemetry: Telemetry) -> object:
-    @ci.tool("lookup")  # type: ignore[call-overload]
+    @ci.tool("lookup")  # type: ignore[call-overload, untyped-decorator]
     def lookup() -> None:
         return None
 

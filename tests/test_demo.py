@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -85,7 +86,7 @@ def test_the_recording_round_trips_through_report(
     assert parsed.problems == []
     assert [r.agent for r in parsed.runs] == ["storage-triage", "storage-triage"]
     for agent_run in parsed.runs:
-        tools = sorted({f.tool_name for f in agent_run.findings})
+        tools = sorted(cast("set[str]", {f.tool_name for f in agent_run.findings}))  # each names its tool
         assert tools == ["host_group_mappings", "port_counters"]
         assert agent_run.ledger is not None
         assert len(agent_run.ledger) == len(REGISTERED_CHECKS)

@@ -125,7 +125,7 @@ def test_a_tool_span_that_cannot_open_still_refuses_in_enforce(
 
     monkeypatch.setattr(tool_call_module, "start_held", _boom)  # where a tool span of ours starts
     with ci.run("q") as agent_run:
-        from_decorated = decorated()
+        from_decorated: object = decorated()  # typed as the function's rows; enforce refuses them
         from_reported = agent_run.tool_result("luns", "c1", BAD_ROWS)
     assert from_decorated == unjudged_refusal("decorated")
     assert from_reported == unjudged_refusal("luns")
@@ -286,7 +286,7 @@ def test_a_request_that_cannot_be_read_is_counted_unreachable(
 def test_a_response_holding_garbage_is_counted_unreachable(enforce: Telemetry) -> None:
     frame = ci.RequestFrame(messages=(ci.Message("user", "hi"),), tools=(ci.ToolDefinition("luns"),))
     with ci.run("q") as agent_run, agent_run.request(frame) as call:
-        call.respond(calls=[None, ci.ToolCall("luns", ["odd"], {"id": "x"})])  # type: ignore[list-item]
+        call.respond(calls=[None, ci.ToolCall("luns", ["odd"], {"id": "x"})])  # type: ignore[list-item, arg-type]
     row = _row(agent_run.ledger(), "unsupported-argument", "choice")
     assert row.checked + row.not_applicable + row.unreachable == 1
 

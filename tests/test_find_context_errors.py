@@ -182,6 +182,7 @@ def test_the_three_formats_read_back_the_same_findings_and_ledger(
         ), shape
         listed = _findings_of(answer)
         for span_id, message in recorded:
+            assert isinstance(message, str)
             assert any(message[:100] in line for line in listed), (shape, message)
             assert f"({span_id})" in answer, shape
         assert "column-type-mismatch@write: ran 4×; 3 findings" in answer, shape
@@ -444,7 +445,7 @@ def test_the_tool_schema_offers_only_the_kinds_a_check_can_file(unbuilt: str) ->
 def test_a_newly_registered_check_joins_the_menu(unbuilt: str) -> None:
     entry = RegisteredCheck(
         "fake check",
-        rows=(CheckId(unbuilt, "choice"),),
+        rows=(CheckId(unbuilt, "choice"),),  # type: ignore[arg-type]  # a kind outside Kind, on purpose
         choice=lambda state, seen: Encounter(disposition=CHECKED_PASS),
     )
     REGISTRY.register(entry)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import os
 import threading
-from typing import Any
+from typing import Any, Literal
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -127,11 +127,11 @@ def _counted(judge: RunJudge) -> dict[Any, int]:
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 @given(mode=st.sampled_from(["warn", "enforce"]), script=steps)
 def test_every_seam_survives_hostile_input_counts_once_and_enforce_never_passes_unjudged_rows(
-    mode: str, script: list[tuple[Any, ...]]
+    mode: Literal["warn", "enforce"], script: list[tuple[Any, ...]]
 ) -> None:
     judge = RunJudge(
         BOOK, Dials(check_column_types=mode, notice_empty_lookups=True, notice_prior_turn_evidence=True)
-    )  # type: ignore[arg-type]
+    )
     judge.begin()
     for step in script:
         seam = step[0]

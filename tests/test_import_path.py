@@ -92,9 +92,10 @@ def test_the_first_run_loads_the_checks_and_judges() -> None:
 
 
 def test_a_pydantic_model_is_still_a_declaration_once_the_host_imports_pydantic() -> None:
-    pydantic = pytest.importorskip("pydantic")
+    pytest.importorskip("pydantic")
+    from pydantic import BaseModel  # imported by the importorskip above; named here for its type
 
-    class Row(pydantic.BaseModel):
+    class Row(BaseModel):
         lun: int
         note: str | None = None
 
@@ -113,6 +114,6 @@ def test_column_declaration_validates_like_the_model_it_replaced() -> None:
     with pytest.raises(TypeError):
         ColumnDeclaration(type="string", default=1)  # type: ignore[call-arg]
     with pytest.raises(TypeError):
-        ColumnDeclaration("string")  # type: ignore[misc]
+        ColumnDeclaration("string")  # type: ignore[call-arg]
     with pytest.raises(AttributeError):
         ColumnDeclaration(type="string").nullable = True  # type: ignore[misc]

@@ -14,6 +14,7 @@ The laws under test:
 from __future__ import annotations
 
 import json
+from typing import cast
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -99,7 +100,7 @@ def test_unit_structured_content_is_json_with_default_str() -> None:
 def _part_by_part(parts: list[dict[str, object]]) -> str:
     """The law of (b), spelled out: a text part is its text, any other part its JSON."""
     return "\n".join(
-        p["text"]
+        cast(str, p["text"])  # a str: the isinstance beside it, which mypy cannot carry from p.get
         if p.get("type") == "text" and isinstance(p.get("text"), str)
         else json.dumps(p, default=str, ensure_ascii=False)
         for p in parts
@@ -130,7 +131,11 @@ def test_property_a_results_rows_render_part_by_part(rows: list[dict[str, object
 
 
 def test_unit_rows_render_one_per_line() -> None:
-    rows = [{"key": "k0", "size": 0}, {"key": "k1", "note": "a}, {b"}, {"type": "text", "text": "hi"}]
+    rows: list[dict[str, object]] = [
+        {"key": "k0", "size": 0},
+        {"key": "k1", "note": "a}, {b"},
+        {"type": "text", "text": "hi"},
+    ]
     assert content_text(rows[:1] * 3).splitlines() == ['{"key": "k0", "size": 0}'] * 3
     assert content_text(rows) == _part_by_part(rows)
     assert content_text(rows).splitlines()[-1] == "hi"

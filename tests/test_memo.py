@@ -24,7 +24,11 @@ def test_past_the_bound_the_memory_starts_over_and_holds_no_more_than_the_bound(
     memo: IdentityMemo[object, int] = IdentityMemo(3)
     keys = [object() for _ in range(4)]
     for i, key in enumerate(keys):
-        memo.of(key, lambda _k, i=i: i)
+
+        def make(_k: object, i: int = i) -> int:
+            return i
+
+        memo.of(key, make)
     assert len(memo._entries) == 1  # the fourth key cleared the three before it
     assert memo.of(keys[0], lambda _k: 99) == 99, "forgotten, so made again"
 

@@ -101,10 +101,13 @@ def test_a_fake_check_registered_once_files_counts_and_reaches_telemetry(
     chats = telemetry.named(names.chat_span_name("model"))
     finding_events = [e for span in chats for e in span.events if e.name == names.FINDING_EVENT]
     assert len(finding_events) == 1
-    assert finding_events[0].attributes[names.FINDING_KIND] == "missing-column"
-    assert finding_events[0].attributes[names.GEN_AI_TOOL_CALL_ID] == "c1"
+    event_attributes = finding_events[0].attributes
+    assert event_attributes is not None
+    assert event_attributes[names.FINDING_KIND] == "missing-column"
+    assert event_attributes[names.GEN_AI_TOOL_CALL_ID] == "c1"
     # the summary span carries the row, and the counter counted the finding
     summary = telemetry.summaries()[0]
+    assert summary.attributes is not None
     assert f"{names.ROW_PREFIX}.missing-column.choice.findings" in summary.attributes
     assert summary.attributes[f"{names.ROW_PREFIX}.missing-column.choice.findings"] == 1
     assert ("missing-column", 1) in [
