@@ -202,12 +202,13 @@ def test_a_column_of_strings_is_all_dates_exactly_when_each_string_is(
 
 def test_a_defect_the_run_filed_is_counted_again_but_not_built_again(monkeypatch: pytest.MonkeyPatch) -> None:
     from context_integrity.checks import column_types
+    from context_integrity.checks.column_types import sentences
     from context_integrity.contracts import define_contract
     from context_integrity.judge import ContractBook, Dials, RunJudge
     from context_integrity.ledger import CheckId
 
     built: list[str] = []
-    real = column_types.mismatch_message
+    real = sentences.mismatch_message  # the package calls it by its own name, patched below
 
     def counting(*args: object, **kwargs: object) -> str:
         message = real(*args, **kwargs)  # type: ignore[arg-type]

@@ -58,6 +58,7 @@ def test_functional_an_equal_repeat_after_success_is_one_finding() -> None:
     (finding,) = encounter.findings
     assert finding.kind == "duplicate-execution" and finding.seam == "choice"
     earlier, again = finding.witnesses
+    assert isinstance(earlier.value, str) and isinstance(again.value, str)
     assert "'p1'" in earlier.value and earlier.epoch == 1
     assert "'p2'" in again.value and again.epoch == 4
     assert DUPLICATE_EXECUTION_CEILING in finding.message

@@ -66,6 +66,7 @@ def _lookup(
 
 
 def test_unit_reading_rowset_counted() -> None:
+    empty: Sequence[object]
     for empty in ([], ()):
         reading = read_result(empty)
         assert (reading.shape, reading.empty, len(reading.rows)) == ("rowset", True, 0)

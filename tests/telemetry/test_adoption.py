@@ -72,10 +72,16 @@ def _span_id(span: Span | ReadableSpan) -> int:
     return context.span_id
 
 
+def _trace_id(span: Span | ReadableSpan) -> int:
+    context = span.get_span_context()
+    assert context is not None
+    return context.trace_id
+
+
 def _summary_under(telemetry: Telemetry, run_span: Span | ReadableSpan) -> ReadableSpan:
     (summary,) = telemetry.summaries()
     assert summary.parent is not None and summary.parent.span_id == _span_id(run_span)
-    assert summary.context is not None and summary.context.trace_id == run_span.get_span_context().trace_id
+    assert summary.context is not None and summary.context.trace_id == _trace_id(run_span)
     return summary
 
 

@@ -24,7 +24,7 @@ KIND = "column-type-mismatch"
 def _setup(
     telemetry: Telemetry, evaluation_events: object, redact: Callable[[str], str] | None = None
 ) -> tuple[InMemoryLogRecordExporter, ci.Run]:
-    exporter = InMemoryLogRecordExporter()
+    exporter = InMemoryLogRecordExporter()  # type: ignore[no-untyped-call]  # the SDK's __init__ is unannotated
     logger_provider = LoggerProvider()
     logger_provider.add_log_record_processor(SimpleLogRecordProcessor(exporter))
     ci.setup(
@@ -51,7 +51,7 @@ def _tool_spans(telemetry: Telemetry) -> dict[str, ReadableSpan]:
 
 
 def _evaluations(exporter: InMemoryLogRecordExporter) -> list[dict[str, object]]:
-    out = []
+    out: list[dict[str, object]] = []
     for data in exporter.get_finished_logs():
         record = data.log_record
         if record.event_name == names.GEN_AI_EVALUATION_RESULT_EVENT:

@@ -14,7 +14,8 @@ The laws under test:
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, cast
 
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
@@ -110,7 +111,7 @@ class TestToolSpan:
         assert "1 of 2 rows" in str(event[names.witness_attribute(1, "value")])
         attrs = dict(span.attributes or {})
         assert attrs[names.FINDINGS_COUNT] == 1
-        assert list(attrs[names.FINDINGS_KINDS]) == ["column-type-mismatch"]
+        assert list(cast("Sequence[str]", attrs[names.FINDINGS_KINDS])) == ["column-type-mismatch"]
 
     def test_findings_counter_counts_by_kind_seam_and_tool(self, telemetry: Telemetry) -> None:
         telemetry.configure(check_column_types="warn")
@@ -220,7 +221,7 @@ class TestDials:
     @pytest.mark.parametrize("bad", ["warning", "ON", "", None, True, 1])
     def test_a_bad_dial_is_refused_listing_the_three_words(self, bad: object) -> None:
         with pytest.raises(ci.SetupError) as refused:
-            ci.setup(check_column_types=bad)  # type: ignore[arg-type]
+            ci.setup(check_column_types=bad)
         for word in COLUMN_DIALS:
             assert repr(word) in str(refused.value)
 
@@ -371,7 +372,8 @@ class TestNeverBreakTheHost:
             flaky()
         span = telemetry.one(names.tool_span_name("flaky"))
         assert span.status.status_code is StatusCode.ERROR
-        assert dict(span.attributes or {})[names.ERROR_TYPE].endswith("ArrayOffline")
+        error_type = dict(span.attributes or {})[names.ERROR_TYPE]
+        assert isinstance(error_type, str) and error_type.endswith("ArrayOffline")
         assert len(telemetry.summaries()) == 1
 
     @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import base64
 import math
-from typing import Any
+from typing import Any, cast
 
 from google.protobuf.json_format import ParseDict
 from hypothesis import given, settings
@@ -128,7 +128,8 @@ def as_protobuf(document: dict[str, Any]) -> ExportTraceServiceRequest:
                 to_base64(item)
 
     to_base64(document)
-    return ParseDict(document, ExportTraceServiceRequest())
+    # ParseDict fills and returns the message it is given; protobuf has no stubs here (Any).
+    return cast(ExportTraceServiceRequest, ParseDict(document, ExportTraceServiceRequest()))
 
 
 @settings(max_examples=150, deadline=None)

@@ -20,6 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from google.protobuf.message import Message
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
     ExportLogsServiceRequest,
     ExportLogsServiceResponse,
@@ -36,7 +37,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from context_integrity.telemetry import names
 
 ROOT = Path(__file__).resolve().parents[2]
-_CODECS = {
+_CODECS: dict[str, tuple[type[Message], type[Message]]] = {
     "/v1/traces": (ExportTraceServiceRequest, ExportTraceServiceResponse),
     "/v1/metrics": (ExportMetricsServiceRequest, ExportMetricsServiceResponse),
     "/v1/logs": (ExportLogsServiceRequest, ExportLogsServiceResponse),

@@ -24,7 +24,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from context_integrity.findings import KINDS, SEAMS, STRATA, Finding, Subject, Witness
 from context_integrity.judge import REGISTERED_CHECKS
-from context_integrity.ledger import ROW_FIELDS, LedgerRow
+from context_integrity.ledger import ROW_FIELDS, CheckId, LedgerRow
 from context_integrity.limits import MAX_ATTRIBUTE_CHARS
 from context_integrity.recording import otlp_json
 from context_integrity.telemetry import names, schema
@@ -164,8 +164,12 @@ def test_a_witness_count_larger_than_the_attributes_is_bounded() -> None:
     assert problems == []
 
 
+def _row(check: CheckId, counts: tuple[int, int, int, int, int], fired: int | None) -> LedgerRow:
+    return LedgerRow(check.check, check.seam, *counts, fired)
+
+
 rows = st.builds(
-    lambda check, counts, fired: LedgerRow(check.check, check.seam, *counts, fired),
+    _row,
     st.sampled_from(REGISTERED_CHECKS),
     st.tuples(small_ints, small_ints, small_ints, small_ints, small_ints),
     st.none() | small_ints,

@@ -209,7 +209,7 @@ def test_an_unreachable_otlp_endpoint_never_breaks_the_agent() -> None:
 
 
 def test_log_events_are_finding_records_correlated_with_their_span(telemetry: Telemetry) -> None:
-    log_exporter = InMemoryLogRecordExporter()
+    log_exporter = InMemoryLogRecordExporter()  # type: ignore[no-untyped-call]  # the SDK's __init__ is unannotated
     logger_provider = LoggerProvider()
     logger_provider.add_log_record_processor(SimpleLogRecordProcessor(log_exporter))
     ci.setup(
