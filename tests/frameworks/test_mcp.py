@@ -18,7 +18,7 @@ import os
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -127,7 +127,8 @@ async def _list(server: Any) -> list[mt.Tool]:
 async def _call(server: Any, name: str, args: dict[str, Any]) -> mt.CallToolResult:
     if isinstance(server, fastmcp.FastMCP):
         async with fastmcp.Client(server) as client:
-            return await client.call_tool_mcp(name, args)
+            # fastmcp's Client.__aenter__ is unannotated (Any); call_tool_mcp returns a CallToolResult
+            return cast(mt.CallToolResult, await client.call_tool_mcp(name, args))
     async with mcp_sdk.Client(server) as client:
         return await client.call_tool(name, args)
 
@@ -142,7 +143,9 @@ async def test_declarations_round_trip_through_meta(telemetry: Telemetry, make_s
     published = CONTRACTS.get("mcp_lun_mappings")
     server = ci_mcp.serve_contracts(make_server(GOOD_ROWS))
     listed = {tool.name: tool for tool in await _list(server)}
-    bag = listed["mcp_lun_mappings"].meta[META_KEY]
+    meta = listed["mcp_lun_mappings"].meta
+    assert meta is not None
+    bag = meta[META_KEY]
     assert bag == {
         "result_columns": {
             "lun": "number",
@@ -230,6 +233,7 @@ async def test_the_lun_field_case_is_judged_on_the_client(telemetry: Telemetry, 
     assert isinstance(delivered, str) and delivered.startswith("Result rejected")
     assert [f.kind for f in agent_run.findings] == ["column-type-mismatch"]
     tool_span = telemetry.one(names.tool_span_name("mcp_lun_mappings"))
+    assert tool_span.attributes is not None
     assert tool_span.attributes[names.RESULT_REFUSED] is True
 
 
@@ -261,7 +265,7 @@ async def test_warn_at_the_server_passes_the_result_and_records_the_finding(
     assert not result.is_error and result.structured_content == {"result": LUN_ROWS}
     spans = telemetry.named(names.tool_span_name("mcp_lun_mappings"))
     events = [e for s in spans for e in s.events if e.name == names.FINDING_EVENT]
-    assert [e.attributes[names.FINDING_KIND] for e in events] == ["column-type-mismatch"]
+    assert [dict(e.attributes or {})[names.FINDING_KIND] for e in events] == ["column-type-mismatch"]
 
 
 async def test_content_blocks_are_never_judged_as_rows(telemetry: Telemetry) -> None:

@@ -32,7 +32,7 @@ else:
     pytest.importorskip("mcp")
 
 from agents import Agent, Runner, set_trace_processors
-from agents.mcp import MCPServerStdio
+from agents.mcp import MCPServerStdio, MCPServerStdioParams
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 from context_integrity.integrations import openai_agents
@@ -76,7 +76,11 @@ async def _run(telemetry: Telemetry, mode: str, tmp_path: Path) -> tuple[Scripte
     script = tmp_path / "server.py"
     script.write_text(SERVER)
     env = {**os.environ, "PYTHONPATH": str(Path(ci.__file__).resolve().parents[1])}
-    params = {"command": sys.executable, "args": [str(script), str(tmp_path / "rec.jsonl")], "env": env}
+    params: MCPServerStdioParams = {
+        "command": sys.executable,
+        "args": [str(script), str(tmp_path / "rec.jsonl")],
+        "env": env,
+    }
     model = ScriptedModel(
         [[function_call(TOOL, {"host_group": "vdi-a"}, call_id="call_lun")], [assistant_message("mapped")]]
     )

@@ -60,7 +60,7 @@ from context_integrity.telemetry import names
 from context_integrity.telemetry.pipeline import sdk_provider_of
 
 ROOT = Path(__file__).resolve().parents[2]
-LUN_ROWS = [
+LUN_ROWS: list[dict[str, Any]] = [
     {"host_group": "vdi-a", "logical_unit_number": ""},
     {"host_group": "vdi-a", "logical_unit_number": 3},
 ]

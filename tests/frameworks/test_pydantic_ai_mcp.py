@@ -73,7 +73,7 @@ WRAPPED_ROWS = {
 }
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n").decode()
 LUN_COLUMNS = {"logical_unit_number": "number", "host_group": "string"}
-LUN_ROWS = [
+LUN_ROWS: list[dict[str, Any]] = [
     {"logical_unit_number": "", "host_group": "vdi-a"},
     {"logical_unit_number": 3, "host_group": "vdi-a"},
 ]
