@@ -23,14 +23,14 @@ import json
 import os
 import typing
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from tests.conftest import Telemetry
 
 try:
     from langchain.agents import create_agent
-    from langchain.agents.middleware import AgentMiddleware
+    from langchain.agents.middleware import AgentMiddleware, InputAgentState
     from langchain_core.callbacks import CallbackManagerForToolRun
     from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
     from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -49,6 +49,7 @@ from pydantic import BaseModel, Field
 import context_integrity as ci
 from context_integrity.findings import CHECKED_PASS, Encounter
 from context_integrity.integrations import SUPPORTED
+from context_integrity.integrations import _langchain_frames as frames
 from context_integrity.integrations import _langchain_tools as tool_part
 from context_integrity.integrations import langchain as integration
 from context_integrity.judge.registry import REGISTRY, RegisteredCheck
@@ -57,7 +58,7 @@ from context_integrity.ledger import CheckerDeadError, CheckId
 from context_integrity.telemetry import names
 from context_integrity.telemetry.setup import CONTRACTS
 
-LUN_ROWS = [{"logical_unit_number": ""}, {"logical_unit_number": 3}]
+LUN_ROWS: list[dict[str, Any]] = [{"logical_unit_number": ""}, {"logical_unit_number": 3}]
 LUN_COLUMNS = {"logical_unit_number": "number"}
 QUESTION = [{"role": "user", "content": "why can't vdi-a see its boot LUN?"}]
 
@@ -169,7 +170,7 @@ class TestLunRows:
         armed.configure(check_column_types="enforce")
         model = scripted(call("lun_mappings", {"host_group": "vdi-a"}, "call_lun"), AIMessage(content="done"))
         agent = create_agent(model, tools=[lun_tool()])
-        inputs = {"messages": QUESTION}
+        inputs: InputAgentState = {"messages": QUESTION}
         result = agent.invoke(inputs) if mode == "sync" else asyncio.run(agent.ainvoke(inputs))
         (delivered,) = tool_messages(model.received[1])
         assert delivered.status == "success", "a refusal is the tool's result, not an error to retry"
@@ -198,7 +199,7 @@ class TestLunRows:
             {"messages": QUESTION}
         )
         spans = armed.named(names.tool_span_name("lun_mappings"))
-        ids = sorted(dict(s.attributes or {})[names.GEN_AI_TOOL_CALL_ID] for s in spans)
+        ids = sorted(cast(str, dict(s.attributes or {})[names.GEN_AI_TOOL_CALL_ID]) for s in spans)
         assert ids == ["call_vdi-a", "call_vdi-b"]
         # One event per defect per run: the second sighting is counted, not filed again.
         assert sorted(len(kinds(s)) for s in spans) == [0, 1]
@@ -245,15 +246,16 @@ class TestDeclarations:
     ) -> None:
         armed.configure(check_column_types="enforce")
 
-        @ci.tool(result_columns=LUN_COLUMNS)
+        # ci.tool takes LangChain's tool object at runtime; its overloads type only functions
+        @ci.tool(result_columns=LUN_COLUMNS)  # type: ignore[arg-type]
         @tool("lun_table")
         def table() -> list[dict[str, Any]]:
             """LUNs."""
             return LUN_ROWS
 
-        assert table.name == "lun_table", "LangChain's tool object is returned as it is"
+        assert cast(BaseTool, table).name == "lun_table", "LangChain's tool object is returned as it is"
 
-        @ci.tool(once_per_run=True)
+        @ci.tool(once_per_run=True)  # type: ignore[arg-type]  # a LangChain tool object, as above
         @tool("open_ticket")
         def ticket() -> str:
             """Opens a ticket."""
@@ -388,7 +390,7 @@ class TestRun:
             middleware=[HumanInTheLoopMiddleware(interrupt_on={"lun_mappings": True})],
             checkpointer=InMemorySaver(),
         )
-        thread = {"configurable": {"thread_id": "t1"}}
+        thread: RunnableConfig = {"configurable": {"thread_id": "t1"}}
         parked = agent.invoke({"messages": QUESTION}, thread)
         assert "__interrupt__" in parked
         one_run(armed)  # the parked invocation: its own summary, no tool run yet
@@ -654,7 +656,7 @@ def test_our_own_failures_never_reach_the_agent(armed: Telemetry, monkeypatch: p
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("a bug of ours")
 
-    monkeypatch.setattr(integration.frames, "frame", broken)
+    monkeypatch.setattr(frames, "frame", broken)
     monkeypatch.setattr(tool_part, "ToolScope", broken)
     model = _script()
     result = create_agent(model, tools=[lun_tool()]).invoke({"messages": QUESTION})
