@@ -32,7 +32,7 @@ from tests.recording_shapes import add_finding, emit_summary, run_span, tool_spa
 
 import context_integrity as ci
 from context_integrity import cli
-from context_integrity.findings import CHECKED_FAIL, CHECKED_PASS, KINDS, Encounter
+from context_integrity.findings import CHECKED_FAIL, CHECKED_PASS, KINDS, Encounter, Kind
 from context_integrity.judge import REGISTERED_CHECKS
 from context_integrity.judge.registry import REGISTRY, RegisteredCheck
 from context_integrity.ledger import CheckId, DispositionLedger
@@ -243,11 +243,11 @@ def test_the_demo_reads_back_with_its_findings_and_ledgers(tmp_path: Path) -> No
 
 # ── (b) unanswerable kinds ──────────────────────────────────────────────
 
-UNBUILT = "duplicate-execution"
+UNBUILT: Kind = "duplicate-execution"
 
 
 @pytest.fixture
-def unbuilt(monkeypatch: pytest.MonkeyPatch) -> str:
+def unbuilt(monkeypatch: pytest.MonkeyPatch) -> Kind:
     """A build in which no check files duplicate-execution (as before its check landed)."""
     kept = tuple(e for e in REGISTRY.entries if all(row.check != UNBUILT for row in e.rows))
     monkeypatch.setattr(REGISTRY, "_entries", kept)
@@ -442,10 +442,10 @@ def test_the_tool_schema_offers_only_the_kinds_a_check_can_file(unbuilt: str) ->
     assert schema["properties"]["limit"]["maximum"] == FIND_MAX_LIMIT
 
 
-def test_a_newly_registered_check_joins_the_menu(unbuilt: str) -> None:
+def test_a_newly_registered_check_joins_the_menu(unbuilt: Kind) -> None:
     entry = RegisteredCheck(
         "fake check",
-        rows=(CheckId(unbuilt, "choice"),),  # type: ignore[arg-type]  # a kind outside Kind, on purpose
+        rows=(CheckId(unbuilt, "choice"),),
         choice=lambda state, seen: Encounter(disposition=CHECKED_PASS),
     )
     REGISTRY.register(entry)
