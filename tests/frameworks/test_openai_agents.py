@@ -533,17 +533,19 @@ async def test_a_ci_run_written_around_a_host_run_doubles_nothing(armed: Telemet
 async def test_ci_tool_above_function_tool_declares_under_the_sdks_name(armed: Telemetry) -> None:
     armed.configure(check_column_types="warn")
 
-    # ci.tool takes the SDK's FunctionTool at runtime; its overloads type only functions
-    @ci.tool(result_columns=LUN_COLUMNS)  # type: ignore[arg-type]
     @function_tool(name_override="db_fetch")
-    def fetch_rows() -> list[dict[str, Any]]:
+    def sdk_tool() -> list[dict[str, Any]]:
         """Rows."""
         return [dict(row) for row in LUN_ROWS]
 
-    # `and ci.Instrumentation` is always true (a class), kept as found: reported, not changed here
-    assert isinstance(fetch_rows, agents.FunctionTool) and ci.Instrumentation  # type: ignore[truthy-function]  # the SDK's tool, untouched
+    # What `@ci.tool(...)` stacked above `@function_tool(...)` does, written as the call it is, so
+    # the result can be compared with the SDK's tool. ci.tool takes the SDK's FunctionTool at
+    # runtime; its overloads type only functions.
+    fetch_rows: object = ci.tool(result_columns=LUN_COLUMNS)(sdk_tool)  # type: ignore[arg-type]
+    # The SDK's tool, untouched: declared under its name, not wrapped (the integration judges its calls).
+    assert fetch_rows is sdk_tool
     model = _model([function_call("db_fetch", {}, call_id="d1")], [assistant_message("ok")])
-    await Runner.run(Agent(name="a", model=model, tools=[fetch_rows]), "go")
+    await Runner.run(Agent(name="a", model=model, tools=[sdk_tool]), "go")
     ((span_name, finding),) = _all_findings(armed)
     assert span_name == names.tool_span_name("db_fetch") and finding[names.GEN_AI_TOOL_NAME] == "db_fetch"
 
