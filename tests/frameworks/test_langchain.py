@@ -246,16 +246,17 @@ class TestDeclarations:
     ) -> None:
         armed.configure(check_column_types="enforce")
 
-        # ci.tool takes LangChain's tool object at runtime; its overloads type only functions
-        @ci.tool(result_columns=LUN_COLUMNS)  # type: ignore[arg-type]
+        @ci.tool(result_columns=LUN_COLUMNS)
         @tool("lun_table")
         def table() -> list[dict[str, Any]]:
             """LUNs."""
             return LUN_ROWS
 
-        assert cast(BaseTool, table).name == "lun_table", "LangChain's tool object is returned as it is"
+        assert isinstance(table, BaseTool) and table.name == "lun_table", (
+            "LangChain's tool object is returned as it is"
+        )
 
-        @ci.tool(once_per_run=True)  # type: ignore[arg-type]  # a LangChain tool object, as above
+        @ci.tool(once_per_run=True)  # over a LangChain tool object, as above
         @tool("open_ticket")
         def ticket() -> str:
             """Opens a ticket."""

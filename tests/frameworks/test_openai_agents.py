@@ -539,13 +539,12 @@ async def test_ci_tool_above_function_tool_declares_under_the_sdks_name(armed: T
         return [dict(row) for row in LUN_ROWS]
 
     # What `@ci.tool(...)` stacked above `@function_tool(...)` does, written as the call it is, so
-    # the result can be compared with the SDK's tool. ci.tool takes the SDK's FunctionTool at
-    # runtime; its overloads type only functions.
-    fetch_rows: object = ci.tool(result_columns=LUN_COLUMNS)(sdk_tool)  # type: ignore[arg-type]
+    # the result can be compared with the SDK's tool.
+    fetch_rows = ci.tool(result_columns=LUN_COLUMNS)(sdk_tool)
     # The SDK's tool, untouched: declared under its name, not wrapped (the integration judges its calls).
     assert fetch_rows is sdk_tool
     model = _model([function_call("db_fetch", {}, call_id="d1")], [assistant_message("ok")])
-    await Runner.run(Agent(name="a", model=model, tools=[sdk_tool]), "go")
+    await Runner.run(Agent(name="a", model=model, tools=[fetch_rows]), "go")
     ((span_name, finding),) = _all_findings(armed)
     assert span_name == names.tool_span_name("db_fetch") and finding[names.GEN_AI_TOOL_NAME] == "db_fetch"
 

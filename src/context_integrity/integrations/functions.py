@@ -15,7 +15,7 @@ import functools
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Set
-from typing import Any, Final, ParamSpec, TypeVar, overload
+from typing import Any, Final, ParamSpec, Protocol, TypeVar, cast, overload
 
 from ..contracts import DeclarationError, ToolContract, define_contract
 from ..contracts.claims import ClaimsContract, define_claims
@@ -28,6 +28,29 @@ logger = logging.getLogger("context_integrity")
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+
+class FrameworkTool(Protocol):
+    """A framework's own tool object (LangChain's ``BaseTool``, the Agents SDK's ``FunctionTool``):
+    it carries the name the model calls it by. ``@tool`` above one declares that name and hands the
+    object back as it is."""
+
+    @property
+    def name(self) -> str: ...
+
+
+FrameworkToolT = TypeVar("FrameworkToolT", bound=FrameworkTool)
+
+
+class ToolDecorator(Protocol):
+    """What ``tool(...)`` with declarations returns: over a function, its judged wrapper, typed as
+    the function; over a framework's tool object, that object."""
+
+    @overload
+    def __call__(self, target: FrameworkToolT, /) -> FrameworkToolT: ...
+    @overload
+    def __call__(self, target: Callable[P, R], /) -> Callable[P, R]: ...
+
 
 # Set on the decorated function itself too: a framework decorator placed under ``@tool`` registered
 # the undecorated function, and that is the object the framework's integration finds at run time.
@@ -262,6 +285,8 @@ def _is_langchain_tool(target: object) -> bool:
 
 
 @overload
+def tool(fn: FrameworkToolT, /) -> FrameworkToolT: ...
+@overload
 def tool(fn: Callable[P, R], /) -> Callable[P, R]: ...
 @overload
 def tool(
@@ -276,9 +301,9 @@ def tool(
     once_per_run: bool = False,
     result_kind: object = None,
     replace: bool = False,
-) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
+) -> ToolDecorator: ...
 def tool(
-    fn: Callable[P, R] | None = None,
+    fn: Callable[P, R] | FrameworkTool | None = None,
     /,
     *,
     result_columns: object = None,
@@ -290,7 +315,7 @@ def tool(
     result_kind: object = None,
     replace: bool = False,
     **unknown: object,
-) -> Callable[P, R] | Callable[[Callable[P, R]], Callable[P, R]]:
+) -> Callable[P, R] | FrameworkTool | ToolDecorator:
     """Declare a tool's contract and instrument its calls (sync or async).
 
     ``result_columns`` says what its rows contain; ``arguments_from`` names the
@@ -394,4 +419,8 @@ def tool(
         wrapper.contract = contract  # type: ignore[attr-defined]
         return wrapper
 
-    return decorate(fn) if fn is not None else decorate
+    # decorate takes a framework's tool object too (handed back as it is): the overloads and
+    # ToolDecorator say which type comes back for which target, which one signature cannot.
+    if fn is None:
+        return cast(ToolDecorator, decorate)
+    return decorate(cast("Callable[P, R]", fn))
