@@ -568,8 +568,8 @@ class TestTurnTwoSelfReference:
         runs, loop, _ = _two_turns(telemetry, one_run=False, retry=True)
         retry_frame = loop.model.frames[3]
         (echo,) = [m for m in retry_frame.messages if m.role == "tool"]
-        # an absence is a str (Absence subclasses it); is_absence returns a plain bool
-        assert ci.is_absence(echo.content) and "4417-ganymede" not in cast(str, echo.content)
+        # an absence is a str (Absence subclasses it), and is_absence narrows to it
+        assert ci.is_absence(echo.content) and "4417-ganymede" not in echo.content
         argument = next(r for r in runs[1].ledger() if r.check == "unsupported-argument")
         assert (argument.checked, argument.findings) == (2, 2)
         assert [len(events(span)) for span in telemetry.named(CHAT)] == [0, 0, 1, 0, 0]

@@ -33,7 +33,7 @@ import dataclasses
 import operator
 from collections.abc import Mapping
 from itertools import islice
-from typing import TYPE_CHECKING, Final, Literal, NamedTuple
+from typing import TYPE_CHECKING, Final, Literal, NamedTuple, TypeGuard
 
 from .columns import is_model_class
 
@@ -86,8 +86,9 @@ def absent(looked_for: object = None, *, reason: str | None = None) -> Absence:
     return Absence(looked_for, reason)
 
 
-def is_absence(value: object) -> bool:
-    """Whether ``value`` is a declared absence made by :func:`absent`."""
+def is_absence(value: object) -> TypeGuard[Absence]:
+    """Whether ``value`` is a declared absence made by :func:`absent` (a type checker then knows it
+    is one, and so a ``str``)."""
     return isinstance(value, Absence)
 
 
