@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import importlib.metadata
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +19,26 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import context_integrity as ci
 from context_integrity.telemetry import names
 from context_integrity.telemetry.setup import CONTRACTS
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def readme_example(heading: str) -> str:
+    """The first ``python`` block of the README's ``## {heading}`` section: the example a reader of
+    that section copies first."""
+    section = README.read_text().split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    return str(re.findall(r"```python\n(.*?)```", section, flags=re.S)[0])
+
+
+def run_readme_example(heading: str, telemetry: Telemetry) -> dict[str, Any]:
+    """Runs that example as it stands, its own ``ci.setup()`` included, into ``telemetry``'s
+    pipeline: set up first, so the example's setup changes the dials and keeps the test's exporter
+    (as a second ``setup()`` does), and no provider of the example's outlives the test. Returns
+    the names the example defined."""
+    telemetry.configure()
+    scope: dict[str, Any] = {}
+    exec(compile(readme_example(heading), "README.md", "exec"), scope)
+    return scope
 
 
 def _mcp_major() -> int | None:

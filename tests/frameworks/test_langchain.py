@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from typing import Any, cast
 
 import pytest
-from tests.conftest import Telemetry
+from tests.conftest import Telemetry, run_readme_example
 
 try:
     from langchain.agents import create_agent
@@ -130,6 +130,29 @@ def armed(telemetry: Telemetry) -> Iterator[Telemetry]:
 
 def test_the_integration_is_in_the_table_setup_reads() -> None:
     assert ("langchain", integration.__name__) in SUPPORTED
+
+
+def test_the_readme_example_is_complete_and_the_model_reads_the_refusal(
+    telemetry: Telemetry, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The LangChain section's first example runs as it stands, offline: its setup() alone arms
+    create_agent, the tool's result the model reads is the refusal, not the rows, and the spans
+    are the tree the section draws."""
+    scope = run_readme_example("LangChain (`create_agent`)", telemetry)
+    (printed,) = capsys.readouterr().out.splitlines()
+    assert printed.startswith("Result rejected: tool 'lun_mappings'"), printed
+    (delivered,) = [m for m in scope["state"]["messages"] if isinstance(m, ToolMessage)]
+    assert delivered.content == printed and delivered.tool_call_id == "c1"
+    assert "logical_unit_number': ''" not in printed
+    assert sorted(s.name for s in telemetry.finished()) == sorted(
+        [
+            "invoke_agent triage",
+            "chat ScriptedModel",
+            "chat ScriptedModel",
+            "execute_tool lun_mappings",
+            names.DISPOSITION_SPAN,
+        ]
+    )
 
 
 def test_setup_alone_arms_create_agent_and_shutdown_disarms_it(telemetry: Telemetry) -> None:

@@ -21,15 +21,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any, cast
 
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanContext, StatusCode
-from tests.conftest import Telemetry
+from tests.conftest import Telemetry, run_readme_example
 
 import context_integrity as ci
 from context_integrity.checks.unsupported_argument import ArmedCall, check_unsupported_arguments
@@ -802,11 +800,6 @@ async def test_with_openinference_a_nested_run_is_summarised_under_its_own_run_s
 
 
 def test_the_readme_example_runs_and_the_model_reads_the_refusal(armed: Telemetry) -> None:
-    armed.configure()
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme.split("## The OpenAI Agents SDK", 1)[1].split("\n## ", 1)[0]
-    (example,) = re.findall(r"```python\n(.*?)```", section, flags=re.S)
-    scope: dict[str, Any] = {}
-    exec(compile(example, "README.md", "exec"), scope)
+    scope = run_readme_example("The OpenAI Agents SDK", armed)
     (read,) = _outputs(scope["model"], 1).values()
     assert read.startswith("Result rejected") and "'logical_unit_number': ''" not in read

@@ -48,7 +48,7 @@ from pydantic_ai.capabilities import AbstractCapability, ProcessHistory
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 from pydantic_ai.models.instrumented import InstrumentationSettings
-from tests.conftest import Telemetry
+from tests.conftest import Telemetry, run_readme_example
 
 import context_integrity as ci
 from context_integrity.checks.unsupported_argument import ArmedCall, check_unsupported_arguments
@@ -358,6 +358,24 @@ class TestLunRows:
         assert len(telemetry.summaries()) == 1
         # Each streamed request was read on pydantic-ai's own chat span: none of ours beside them.
         nothing_doubled(telemetry, requests=2, tool_calls=1)
+
+
+# ── the README's example ──────────────────────────────────────────────────
+
+
+def test_the_readme_example_runs_and_the_model_reads_the_refusal(
+    telemetry: Telemetry, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The pydantic-ai section's example runs as it stands: its setup() alone arms the agent, and
+    TestModel's answer (the tool results it read, as JSON) holds the refusal, not the rows."""
+    run_readme_example("pydantic-ai", telemetry)
+    (printed,) = capsys.readouterr().out.splitlines()
+    read = json.loads(printed)
+    assert list(read) == ["host_group_mappings"]
+    assert read["host_group_mappings"].startswith("Result rejected: tool 'host_group_mappings'")
+    assert "logical_unit_number': ''" not in printed
+    (tool_span,) = telemetry.named("execute_tool host_group_mappings")
+    assert tool_span.status.status_code is StatusCode.ERROR and len(telemetry.summaries()) == 1
 
 
 # ── never break the agent ────────────────────────────────────────────────
