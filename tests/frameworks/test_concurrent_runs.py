@@ -1,0 +1,374 @@
+"""Many runs of one framework agent at once, and one after another: each is judged alone.
+
+A production agent is one object serving many requests: runs of it overlap on one event loop
+(``asyncio.gather``) and on worker threads (a sync web server). Each framework's test runs one
+agent object for eight host groups at once, in enforce, the tool's rows for the odd groups
+carrying an empty LUN. The laws:
+
+- what each run's model received is that run's own verdict: the refusal for an odd group, its
+  rows for an even one. A refusal crossing into another run (or a clean run's rows judged as
+  another's) would hand rows enforce refused, or refuse a clean run;
+- each run is one trace holding one ``invoke_agent``, one ``execute_tool`` (its call id) and one
+  summary, a direct child of that run span, whose ledger counts only that run's encounter; the
+  finding sits on that run's tool span, with its call id;
+- nothing the integration keeps for an open run outlives the run: after two hundred runs one
+  after another, no run is left open and every one wrote its summary.
+
+The model of each framework decides from the messages it receives (the host group in the user's
+message, then the tool's result), so the script holds whatever order the runs interleave in.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import importlib.util
+import json
+import os
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sized
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan
+from tests.conftest import Telemetry
+
+import context_integrity as ci
+from context_integrity.telemetry import names
+
+_MISSING = [
+    package for package in ("pydantic_ai", "agents", "langchain") if importlib.util.find_spec(package) is None
+]
+if _MISSING:  # pragma: no cover - CI installs every extra
+    if os.environ.get("CI"):
+        raise RuntimeError(f"{_MISSING} not installed; CI installs every framework extra")
+    pytest.skip(f"{_MISSING} not installed", allow_module_level=True)
+
+os.environ.setdefault("OPENAI_API_KEY", "sk-offline-never-used")
+
+from context_integrity.integrations import _langchain_runs, langchain, openai_agents, pydantic_ai  # noqa: E402
+
+TOOL = "lun_mappings"
+LUN_COLUMNS = {"logical_unit_number": "number"}
+GROUPS = [f"vdi-{i}" for i in range(8)]
+RUNS_IN_A_ROW = 200
+REFUSAL_START = "Result rejected"
+ROW_FINDINGS = names.row_attribute("column-type-mismatch", "write", "findings")
+ROW_CHECKED = names.row_attribute("column-type-mismatch", "write", "checked")
+
+
+def is_bad(group: str) -> bool:
+    return int(group.rsplit("-", 1)[1]) % 2 == 1
+
+
+def rows_for(host_group: str) -> list[dict[str, Any]]:
+    """An odd group's first LUN is empty (a string where a number is declared); an even one's is 1."""
+    first: object = "" if is_bad(host_group) else 1
+    return [{"logical_unit_number": first}, {"logical_unit_number": 3}]
+
+
+def call_id_of(group: str) -> str:
+    return f"call-{group}"
+
+
+# ── reading each run back ────────────────────────────────────────────────
+
+
+def _attrs(span: ReadableSpan) -> dict[str, Any]:
+    return dict(span.attributes or {})
+
+
+def _operation(span: ReadableSpan) -> object:
+    return _attrs(span).get(names.GEN_AI_OPERATION_NAME)
+
+
+def _findings(span: ReadableSpan) -> list[dict[str, Any]]:
+    return [dict(e.attributes or {}) for e in span.events if e.name == names.FINDING_EVENT]
+
+
+def assert_each_run_judged_alone(telemetry: Telemetry, delivered: Mapping[str, str]) -> None:
+    """``delivered``: host group -> the tool result its run's model received, as text."""
+    assert sorted(delivered) == sorted(GROUPS), "every run's model read a tool result"
+    refusals = {text for group, text in delivered.items() if is_bad(group)}
+    assert len(refusals) == 1, refusals  # the same rows, the same sentence, whichever run
+    for group, text in delivered.items():
+        if is_bad(group):
+            assert text.startswith(REFUSAL_START), (group, text)
+            assert json.dumps(rows_for(group)[1]) not in text, (group, text)  # no row of it
+        else:
+            assert not text.startswith(REFUSAL_START), (group, text)
+            assert json.loads(text) == rows_for(group), (group, text)
+    traces: dict[int, list[ReadableSpan]] = defaultdict(list)
+    for span in telemetry.finished():
+        assert span.context is not None
+        traces[span.context.trace_id].append(span)
+    assert len(traces) == len(GROUPS), "one trace per run"
+    judged: list[str] = []
+    for spans in traces.values():
+        (run_span,) = [s for s in spans if _operation(s) == names.OPERATION_INVOKE_AGENT]
+        (tool_span,) = [s for s in spans if _operation(s) == names.OPERATION_EXECUTE_TOOL]
+        (summary,) = [s for s in spans if s.name == names.DISPOSITION_SPAN]
+        assert run_span.context is not None and summary.parent is not None
+        assert summary.parent.span_id == run_span.context.span_id
+        call_id = _attrs(tool_span)[names.GEN_AI_TOOL_CALL_ID]
+        group = str(call_id).removeprefix("call-")
+        judged.append(group)
+        findings = [(s, f) for s in spans for f in _findings(s)]
+        assert _attrs(summary)[ROW_CHECKED] == 1, (group, _attrs(summary))
+        if is_bad(group):
+            ((on, finding),) = findings
+            assert on is tool_span
+            assert finding[names.FINDING_KIND] == "column-type-mismatch"
+            assert finding[names.GEN_AI_TOOL_CALL_ID] == call_id
+            assert _attrs(summary)[ROW_FINDINGS] == 1
+        else:
+            assert findings == [], (group, findings)
+            assert _attrs(summary)[ROW_FINDINGS] == 0
+    assert sorted(judged) == sorted(GROUPS)
+
+
+def assert_every_run_closed(telemetry: Telemetry, agent: Agent, runs: int) -> None:
+    """Every run wrote its one summary under its run span, and none is still held open."""
+    summaries = telemetry.summaries()
+    run_spans = [s for s in telemetry.finished() if _operation(s) == names.OPERATION_INVOKE_AGENT]
+    assert len(summaries) == len(run_spans) == runs
+    assert {s.parent.span_id for s in summaries if s.parent is not None} == {
+        s.context.span_id for s in run_spans if s.context is not None
+    }
+    processor = agent.instrumentation.processor
+    assert processor is not None
+    assert len(agent.held_open) == 0
+    assert not processor._expected  # no run span still waiting for its summary
+    assert ci.current_run() is None
+
+
+@dataclass
+class Agent:
+    """One agent object of a framework, run for a host group; what each run's model read."""
+
+    run: Callable[[str], Awaitable[str]]
+    run_sync: Callable[[str], str]
+    delivered: dict[str, str]
+    instrumentation: ci.Instrumentation
+    # The integration's own table of the runs it holds open, where it keeps one (LangChain's,
+    # keyed by each invocation's root run).
+    held_open: Sized = ()
+
+
+async def at_once_on_one_loop(agent: Agent) -> None:
+    outputs = await asyncio.gather(*(agent.run(group) for group in GROUPS))
+    assert outputs == [answer(g) for g in GROUPS]
+
+
+def at_once_on_threads(agent: Agent) -> None:
+    with ThreadPoolExecutor(4) as pool:
+        outputs = list(pool.map(agent.run_sync, GROUPS))
+    assert outputs == [answer(g) for g in GROUPS]
+
+
+def answer(group: str) -> str:
+    return f"{group} read its mappings"
+
+
+def configure(telemetry: Telemetry, per_agent: bool) -> ci.Instrumentation:
+    """Enforce, and the tool's columns declared; ``per_agent`` leaves every framework unarmed."""
+    instrumentation = telemetry.configure(
+        check_column_types="enforce", instrument=() if per_agent else "auto"
+    )
+    ci.declare_tool(TOOL, result_columns=LUN_COLUMNS)
+    return instrumentation
+
+
+# ── pydantic-ai ──────────────────────────────────────────────────────────
+
+
+def pydantic_ai_agent(telemetry: Telemetry, *, per_agent: bool) -> Agent:
+    """``per_agent``: the agent carries one ``ContextIntegrity`` capability, shared by its runs;
+    else ``ci.setup()`` arms every run."""
+    from pydantic_ai import Agent as PaiAgent
+    from pydantic_ai import messages as pm
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+
+    instrumentation = configure(telemetry, per_agent)
+    delivered: dict[str, str] = {}
+
+    def model(messages: list[pm.ModelMessage], info: AgentInfo) -> pm.ModelResponse:
+        parts = [p for m in messages if isinstance(m, pm.ModelRequest) for p in m.parts]
+        (group,) = [p.content for p in parts if isinstance(p, pm.UserPromptPart)]
+        assert isinstance(group, str)
+        results = [p for p in parts if isinstance(p, pm.ToolReturnPart)]
+        if not results:
+            return pm.ModelResponse(
+                parts=[pm.ToolCallPart(TOOL, {"host_group": group}, tool_call_id=call_id_of(group))]
+            )
+        (result,) = results
+        assert result.tool_call_id == call_id_of(group)
+        content = result.content
+        delivered[group] = content if isinstance(content, str) else json.dumps(content)
+        return pm.ModelResponse(parts=[pm.TextPart(answer(group))])
+
+    capabilities = [pydantic_ai.ContextIntegrity()] if per_agent else None
+    agent: PaiAgent[None, str] = PaiAgent(
+        FunctionModel(model, model_name="scripted"), name="storage", capabilities=capabilities
+    )
+    agent.instrument = InstrumentationSettings(tracer_provider=telemetry.provider)
+
+    @agent.tool_plain(name=TOOL)
+    def mappings(host_group: str) -> list[dict[str, Any]]:
+        return rows_for(host_group)
+
+    async def run(group: str) -> str:
+        return (await agent.run(group)).output
+
+    return Agent(run, lambda group: agent.run_sync(group).output, delivered, instrumentation)
+
+
+# ── the OpenAI Agents SDK ────────────────────────────────────────────────
+
+
+def agents_sdk_agent(telemetry: Telemetry, *, per_agent: bool) -> Agent:
+    """Each run gets its own scripted model (the SDK's ScriptedModel plays its steps in order).
+    ``per_agent``: ``instrument()`` given the agent and a runner of its own; else ``ci.setup()``."""
+    from agents import Agent as SdkAgent
+    from agents import RunConfig, Runner, function_tool, set_trace_processors
+    from agents.run import AgentRunner
+    from agents.testing import ScriptedModel, assistant_message, function_call
+
+    set_trace_processors([])  # the SDK's default processor would upload: nothing leaves
+    instrumentation = configure(telemetry, per_agent)
+
+    @function_tool(name_override=TOOL)
+    def mappings(host_group: str) -> list[dict[str, Any]]:
+        """The LUN mappings of a host group."""
+        return rows_for(host_group)
+
+    agent = SdkAgent(name="storage", instructions="Map the LUNs.", tools=[mappings])
+    runner: Any = Runner
+    if per_agent:
+        runner = openai_agents.instrument(AgentRunner())
+        openai_agents.instrument(agent)
+    delivered: dict[str, str] = {}
+
+    async def run(group: str) -> str:
+        model = ScriptedModel(
+            [
+                [function_call(TOOL, {"host_group": group}, call_id=call_id_of(group))],
+                [assistant_message(answer(group))],
+            ]
+        )
+        result = await runner.run(agent, group, run_config=RunConfig(model=model))
+        (output,) = [
+            data
+            for data in (i if isinstance(i, dict) else i.model_dump() for i in model.calls[1].input)
+            if data.get("type") == "function_call_output"
+        ]
+        assert output["call_id"] == call_id_of(group)
+        text = str(output["output"])
+        # The SDK hands the model a list result as its str(); read back as JSON to compare.
+        delivered[group] = text if text.startswith(REFUSAL_START) else json.dumps(ast.literal_eval(text))
+        return str(result.final_output)
+
+    return Agent(run, lambda group: asyncio.run(run(group)), delivered, instrumentation)
+
+
+# ── LangChain ────────────────────────────────────────────────────────────
+
+
+def langchain_agent(telemetry: Telemetry, *, per_agent: bool) -> Agent:
+    """``per_agent``: the agent is given the middleware; else ``ci.setup()`` appends it."""
+    from langchain.agents import create_agent
+    from langchain_core.language_models.chat_models import BaseChatModel
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langchain_core.tools import tool
+
+    instrumentation = configure(telemetry, per_agent)
+    delivered: dict[str, str] = {}
+
+    class ReadingModel(BaseChatModel):
+        """Answers from the messages it is sent: the lookup first, then a word on what it read."""
+
+        @property
+        def _llm_type(self) -> str:
+            return "reading"
+
+        def bind_tools(self, tools: Any, *, tool_choice: Any = None, **kwargs: Any) -> Any:
+            return self.bind(tools=list(tools), tool_choice=tool_choice, **kwargs)
+
+        def _generate(
+            self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+        ) -> ChatResult:
+            (group,) = [m.content for m in messages if isinstance(m, HumanMessage)]
+            assert isinstance(group, str)
+            results = [m for m in messages if isinstance(m, ToolMessage)]
+            if not results:
+                call = {
+                    "name": TOOL,
+                    "args": {"host_group": group},
+                    "id": call_id_of(group),
+                    "type": "tool_call",
+                }
+                reply = AIMessage(content="", tool_calls=[call])
+            else:
+                (result,) = results
+                assert result.tool_call_id == call_id_of(group)
+                assert isinstance(result.content, str)
+                delivered[group] = result.content
+                reply = AIMessage(content=answer(group))
+            return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    @tool(TOOL)
+    def mappings(host_group: str) -> list[dict[str, Any]]:
+        """The LUN mappings of a host group."""
+        return rows_for(host_group)
+
+    middleware = [langchain.ContextIntegrityMiddleware()] if per_agent else []
+    agent = create_agent(ReadingModel(), tools=[mappings], name="storage", middleware=middleware)
+
+    def last_words(state: Any) -> str:
+        return str(state["messages"][-1].content)
+
+    async def run(group: str) -> str:
+        return last_words(await agent.ainvoke({"messages": [{"role": "user", "content": group}]}))
+
+    def run_sync(group: str) -> str:
+        return last_words(agent.invoke({"messages": [{"role": "user", "content": group}]}))
+
+    return Agent(run, run_sync, delivered, instrumentation, held_open=_langchain_runs._runs)
+
+
+BUILDERS: dict[str, Callable[..., Agent]] = {
+    "pydantic-ai": pydantic_ai_agent,
+    "Agents SDK": agents_sdk_agent,
+    "LangChain": langchain_agent,
+}
+FRAMEWORKS = [(name, per_agent) for name in BUILDERS for per_agent in (False, True)]
+IDS = [f"{name}, {'its per-agent form' if per_agent else 'setup() alone'}" for name, per_agent in FRAMEWORKS]
+
+
+@pytest.fixture(params=FRAMEWORKS, ids=IDS)
+def agent(telemetry: Telemetry, request: pytest.FixtureRequest) -> Iterator[Agent]:
+    name, per_agent = request.param
+    yield BUILDERS[name](telemetry, per_agent=per_agent)
+    for module in (pydantic_ai, openai_agents, langchain):
+        module.uninstrument_all()
+
+
+async def test_runs_at_once_on_one_loop_are_each_judged_alone(telemetry: Telemetry, agent: Agent) -> None:
+    await at_once_on_one_loop(agent)
+    assert_each_run_judged_alone(telemetry, agent.delivered)
+
+
+def test_runs_at_once_on_threads_are_each_judged_alone(telemetry: Telemetry, agent: Agent) -> None:
+    at_once_on_threads(agent)
+    assert_each_run_judged_alone(telemetry, agent.delivered)
+
+
+def test_runs_one_after_another_leave_nothing_open(telemetry: Telemetry, agent: Agent) -> None:
+    for index in range(RUNS_IN_A_ROW):
+        group = GROUPS[index % len(GROUPS)]
+        assert agent.run_sync(group) == answer(group)
+    assert_every_run_closed(telemetry, agent, RUNS_IN_A_ROW)
