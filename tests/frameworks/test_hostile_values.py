@@ -1,0 +1,396 @@
+"""What tools and models hand a framework agent, fuzzed: judged in warn, the run is the run without us.
+
+For any value a tool returns (nested containers, NaN and infinities, bytes, huge integers,
+control characters, rows whose every read raises, objects whose ``repr`` raises) and any
+arguments the model writes (JSON of every shape, or text that is not JSON at all), one agent of
+each framework runs twice: bare, and judged by its per-agent form with every check armed
+(the tool's columns in warn, its arguments grounded in another tool, both notices on). The laws:
+
+- the model receives the same messages, request for request, in both runs: the tool's very
+  value where the framework hands it on as an object, the same text where it renders one;
+- the run ends the same way: the same answer, or the same exception;
+- the judged run writes exactly one summary.
+
+``CI_FRAMEWORK_FUZZ_EXAMPLES`` sets the number of examples per framework.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import math
+import os
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tests.conftest import Telemetry
+
+import context_integrity as ci
+from context_integrity.judge.registry import REGISTRY
+from context_integrity.telemetry import names
+
+_MISSING = [
+    package for package in ("pydantic_ai", "agents", "langchain") if importlib.util.find_spec(package) is None
+]
+if _MISSING:  # pragma: no cover - CI installs every extra
+    if os.environ.get("CI"):
+        raise RuntimeError(f"{_MISSING} not installed; CI installs every framework extra")
+    pytest.skip(f"{_MISSING} not installed", allow_module_level=True)
+
+os.environ.setdefault("OPENAI_API_KEY", "sk-offline-never-used")
+
+from context_integrity.integrations import langchain, openai_agents, pydantic_ai  # noqa: E402
+
+EXAMPLES = int(os.environ.get("CI_FRAMEWORK_FUZZ_EXAMPLES", "60"))
+TOOL = "lun_mappings"
+GROUND = "host_groups"
+ANSWER = "the mappings are read"
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    # One pipeline for the whole test: each example counts the summaries it added.
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+
+class HostileRow(Mapping[str, Any]):
+    """A row whose every read raises."""
+
+    def __getitem__(self, key: str) -> Any:
+        raise RuntimeError("row exploded")
+
+    def __iter__(self) -> Iterator[str]:
+        raise RuntimeError("row exploded")
+
+    def __len__(self) -> int:
+        raise RuntimeError("row exploded")
+
+
+class Unprintable:
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+    __str__ = __repr__
+
+
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.just(math.nan),
+    st.text(max_size=12),
+    st.binary(max_size=6),
+    st.builds(Unprintable),
+    st.builds(HostileRow),
+)
+tool_values = st.recursive(
+    scalars,
+    lambda children: st.one_of(
+        st.lists(children, max_size=3),
+        st.tuples(children, children),
+        st.dictionaries(st.sampled_from(["logical_unit_number", "host_group", "x"]), children, max_size=3),
+    ),
+    max_leaves=8,
+)
+json_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=12)),
+    lambda children: st.one_of(
+        st.lists(children, max_size=3), st.dictionaries(st.text(max_size=6), children, max_size=3)
+    ),
+    max_leaves=6,
+)
+argument_dicts = st.one_of(
+    st.fixed_dictionaries({"host_group": st.text(max_size=12)}),
+    st.dictionaries(st.sampled_from(["host_group", "x", ""]), json_values, max_size=3),
+)
+raw_arguments = st.one_of(argument_dicts, st.text(max_size=16))  # text: JSON or not
+
+
+# The checks arm() arms: every one a tool's declaration and setup's dials can arm.
+ARMED_CHECKS = (
+    "column types",
+    "unsupported argument",
+    "dangling reference",
+    "empty lookup",
+    "prior-turn evidence",
+)
+ARMED_ROWS = [row for entry in REGISTRY if entry.name in ARMED_CHECKS for row in entry.rows]
+assert len({entry.name for entry in REGISTRY} & set(ARMED_CHECKS)) == len(ARMED_CHECKS)
+
+
+def arm(telemetry: Telemetry) -> None:
+    """Every check armed, the frameworks left alone (each test judges through a per-agent form)."""
+    telemetry.configure(
+        check_column_types="warn",
+        notice_empty_lookups=True,
+        notice_prior_turn_evidence=True,
+        instrument=(),
+    )
+    ci.declare_tool(GROUND)
+    ci.declare_tool(
+        TOOL,
+        result_columns={"logical_unit_number": "number", "host_group": "string"},
+        arguments_from=[GROUND],
+    )
+
+
+def rendered(value: object) -> str:
+    """A message's content as comparable text: never raises, the same for equal content."""
+    try:
+        return json.dumps(value, default=repr, sort_keys=True)
+    except Exception as error:
+        return f"<unrenderable {type(value).__name__}: {type(error).__name__}>"
+
+
+def outcome(run: Callable[[], object]) -> tuple[str, str]:
+    try:
+        return "answer", rendered(run())
+    except Exception as error:
+        return type(error).__name__, str(error)
+
+
+def same_run(
+    telemetry: Telemetry,
+    bare: Callable[[], object],
+    judged: Callable[[], object],
+    received: Callable[[], list[list[object]]],
+) -> None:
+    """``received()`` reads (and clears) what the model was sent in the last run, request by request."""
+    bare_outcome = outcome(bare)
+    bare_received = received()
+    summaries = len(telemetry.summaries())
+    judged_outcome = outcome(judged)
+    judged_received = received()
+    assert judged_received == bare_received
+    assert judged_outcome == bare_outcome
+    assert len(telemetry.summaries()) == summaries + 1
+    ledger = dict(telemetry.summaries()[-1].attributes or {})
+    unarmed = [row for row in ARMED_ROWS if names.row_attribute(row.check, row.seam, "checked") not in ledger]
+    assert not unarmed, f"every check is armed in the judged run; not: {unarmed}"
+
+
+# ── pydantic-ai ──────────────────────────────────────────────────────────
+
+
+def pydantic_ai_case(telemetry: Telemetry, value: object, arguments: dict[str, Any] | str) -> None:
+    from pydantic_ai import Agent
+    from pydantic_ai import messages as pm
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    arm(telemetry)
+    sent: list[list[object]] = []
+
+    def seen(part: object) -> object:
+        content = getattr(part, "content", None)
+        # The tool's value handed on as an object: the very one, or the model was given another.
+        text = "<the tool's value>" if content is value else rendered(content)
+        return [
+            type(part).__name__,
+            getattr(part, "tool_name", None),
+            getattr(part, "tool_call_id", None),
+            text,
+        ]
+
+    def model(messages: list[pm.ModelMessage], info: AgentInfo) -> pm.ModelResponse:
+        parts = [p for m in messages if isinstance(m, pm.ModelRequest) for p in m.parts]
+        sent.append([seen(p) for p in parts])
+        if any(isinstance(p, (pm.ToolReturnPart, pm.RetryPromptPart)) for p in parts):
+            return pm.ModelResponse(parts=[pm.TextPart(ANSWER)])
+        return pm.ModelResponse(parts=[pm.ToolCallPart(TOOL, arguments, tool_call_id="call-1")])
+
+    def agent(capabilities: list[Any] | None) -> Agent[None, str]:
+        built: Agent[None, str] = Agent(FunctionModel(model), name="storage", capabilities=capabilities)
+
+        @built.tool_plain(name=TOOL)
+        def mappings(host_group: str) -> Any:
+            return value
+
+        @built.tool_plain(name=GROUND)
+        def groups() -> list[str]:
+            return ["vdi-a"]
+
+        return built
+
+    bare, judged = agent(None), agent([pydantic_ai.ContextIntegrity()])
+
+    def received() -> list[list[object]]:
+        out = list(sent)
+        sent.clear()
+        return out
+
+    same_run(
+        telemetry,
+        lambda: bare.run_sync("Map vdi-a.").output,
+        lambda: judged.run_sync("Map vdi-a.").output,
+        received,
+    )
+
+
+# ── the OpenAI Agents SDK ────────────────────────────────────────────────
+
+
+def openai_agents_case(telemetry: Telemetry, value: object, arguments: dict[str, Any] | str) -> None:
+    from agents import Agent, RunConfig, Runner, function_tool, set_trace_processors
+    from agents.run import AgentRunner
+    from agents.testing import ScriptedModel, assistant_message, function_call
+
+    set_trace_processors([])  # the SDK's default processor would upload: nothing leaves
+    arm(telemetry)
+    models: list[ScriptedModel] = []
+
+    def agent() -> Agent[Any]:
+        @function_tool(name_override=TOOL)
+        def mappings(host_group: str) -> Any:
+            """The LUN mappings of a host group."""
+            return value
+
+        @function_tool(name_override=GROUND)
+        def groups() -> list[str]:
+            """The host groups."""
+            return ["vdi-a"]
+
+        return Agent(name="storage", instructions="Map the LUNs.", tools=[mappings, groups])
+
+    def run(runner: Any, on: Agent[Any]) -> object:
+        model = ScriptedModel(
+            [[function_call(TOOL, arguments, call_id="call-1")], [assistant_message(ANSWER)]]
+        )
+        models.append(model)
+        return asyncio.run(runner.run(on, "Map vdi-a.", run_config=RunConfig(model=model))).final_output
+
+    bare, judged = agent(), openai_agents.instrument(agent())
+    runner = openai_agents.instrument(AgentRunner())
+
+    def received() -> list[list[object]]:
+        (model,) = models
+        models.clear()
+        return [
+            [rendered(item if isinstance(item, dict) else item.model_dump()) for item in call.input]
+            for call in model.calls
+        ]
+
+    same_run(telemetry, lambda: run(Runner, bare), lambda: run(runner, judged), received)
+
+
+# ── LangChain ────────────────────────────────────────────────────────────
+
+
+def langchain_case(telemetry: Telemetry, value: object, arguments: dict[str, Any]) -> None:
+    from langchain.agents import create_agent
+    from langchain_core.language_models.chat_models import BaseChatModel
+    from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langchain_core.tools import tool
+
+    arm(telemetry)
+    sent: list[list[object]] = []
+
+    def seen(message: BaseMessage) -> object:
+        calls = [
+            [c["name"], c["id"], rendered(c["args"])] for c in getattr(message, "tool_calls", None) or []
+        ]
+        return [
+            type(message).__name__,
+            rendered(message.content),
+            getattr(message, "tool_call_id", None),
+            getattr(message, "status", None),
+            calls,
+        ]
+
+    class ReadingModel(BaseChatModel):
+        @property
+        def _llm_type(self) -> str:
+            return "reading"
+
+        def bind_tools(self, tools: Any, *, tool_choice: Any = None, **kwargs: Any) -> Any:
+            return self.bind(tools=list(tools), tool_choice=tool_choice, **kwargs)
+
+        def _generate(
+            self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+        ) -> ChatResult:
+            sent.append([seen(m) for m in messages])
+            if any(isinstance(m, ToolMessage) for m in messages):
+                reply = AIMessage(content=ANSWER)
+            else:
+                call = {"name": TOOL, "args": arguments, "id": "call-1", "type": "tool_call"}
+                reply = AIMessage(content="", tool_calls=[call])
+            return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    @tool(TOOL)
+    def mappings(host_group: str) -> Any:
+        """The LUN mappings of a host group."""
+        return value
+
+    @tool(GROUND)
+    def groups() -> list[str]:
+        """The host groups."""
+        return ["vdi-a"]
+
+    def agent(middleware: list[Any]) -> Any:
+        return create_agent(ReadingModel(), tools=[mappings, groups], name="storage", middleware=middleware)
+
+    bare, judged = agent([]), agent([langchain.ContextIntegrityMiddleware()])
+    question = {"messages": [{"role": "user", "content": "Map vdi-a."}]}
+
+    def received() -> list[list[object]]:
+        out = list(sent)
+        sent.clear()
+        return out
+
+    same_run(
+        telemetry,
+        lambda: bare.invoke(question)["messages"][-1].content,
+        lambda: judged.invoke(question)["messages"][-1].content,
+        received,
+    )
+
+
+# ── the tests ────────────────────────────────────────────────────────────
+
+CASES: dict[str, Callable[[Telemetry, object, Any], None]] = {
+    "pydantic-ai": pydantic_ai_case,
+    "Agents SDK": openai_agents_case,
+    "LangChain": langchain_case,
+}
+
+
+@given(value=tool_values, arguments=raw_arguments)
+@FUZZ
+def test_pydantic_ai_fuzzed(telemetry: Telemetry, value: object, arguments: dict[str, Any] | str) -> None:
+    pydantic_ai_case(telemetry, value, arguments)
+
+
+@given(value=tool_values, arguments=raw_arguments)
+@FUZZ
+def test_openai_agents_fuzzed(telemetry: Telemetry, value: object, arguments: dict[str, Any] | str) -> None:
+    openai_agents_case(telemetry, value, arguments)
+
+
+@given(value=tool_values, arguments=argument_dicts)  # LangChain's tool calls hold parsed arguments
+@FUZZ
+def test_langchain_fuzzed(telemetry: Telemetry, value: object, arguments: dict[str, Any]) -> None:
+    langchain_case(telemetry, value, arguments)
+
+
+# One of each kind of value a framework renders its own way, tried every time whatever the fuzz
+# draws (as plain cases: Hypothesis prints an explicit example's arguments, and one of these has
+# no printable form).
+ALWAYS_TRIED: dict[str, Callable[[], object]] = {
+    "bytes in a row": lambda: [{"logical_unit_number": b"\x00", "host_group": "vdi-a"}],
+    "NaN and infinity": lambda: {"logical_unit_number": math.nan, "host_group": math.inf},
+    "a tuple of rows": lambda: ({"logical_unit_number": 1}, {"logical_unit_number": "1"}),
+    "a row whose reads raise": lambda: [HostileRow()],
+    "a value whose repr raises": lambda: [Unprintable()],
+    "an integer past 64 bits": lambda: 2**64,
+}
+
+
+@pytest.mark.parametrize("framework", CASES)
+@pytest.mark.parametrize("value", ALWAYS_TRIED)
+def test_always_tried(telemetry: Telemetry, framework: str, value: str) -> None:
+    CASES[framework](telemetry, ALWAYS_TRIED[value](), {"host_group": "vdi-a"})
