@@ -22,7 +22,7 @@ import inspect
 import json
 import os
 import typing
-from collections.abc import Iterator
+from collections.abc import AsyncGenerator, Generator, Iterator
 from typing import Any, cast
 
 import pytest
@@ -48,7 +48,7 @@ from pydantic import BaseModel, Field
 
 import context_integrity as ci
 from context_integrity.findings import CHECKED_PASS, Encounter
-from context_integrity.integrations import SUPPORTED
+from context_integrity.integrations import SUPPORTED, _langchain_runs
 from context_integrity.integrations import _langchain_frames as frames
 from context_integrity.integrations import _langchain_tools as tool_part
 from context_integrity.integrations import langchain as integration
@@ -206,6 +206,69 @@ class TestLunRows:
         assert span.status.status_code is StatusCode.ERROR
         assert kinds(span) == ["column-type-mismatch"]
         one_run(armed)
+
+    @pytest.mark.parametrize("stream_mode", ["values", "updates", "messages"])
+    @pytest.mark.parametrize("mode", ["sync", "async"])
+    def test_a_streamed_run_is_judged_as_an_invoked_one(
+        self, armed: Telemetry, mode: str, stream_mode: typing.Literal["values", "updates", "messages"]
+    ) -> None:
+        """``stream`` and ``astream``, in each mode an application streams in: the model reads the
+        refusal, the stream carries no row, and the run is one trace with its one summary."""
+        armed.configure(check_column_types="enforce")
+        model = scripted(call("lun_mappings", {"host_group": "vdi-a"}, "call_lun"), AIMessage(content="done"))
+        agent = create_agent(model, tools=[lun_tool()])
+        inputs: InputAgentState = {"messages": QUESTION}
+
+        async def collect() -> list[Any]:
+            return [chunk async for chunk in agent.astream(inputs, stream_mode=stream_mode)]
+
+        chunks = (
+            list(agent.stream(inputs, stream_mode=stream_mode)) if mode == "sync" else asyncio.run(collect())
+        )
+        assert chunks, "the stream yielded"
+        (delivered,) = tool_messages(model.received[1])
+        assert "No data was returned" in str(delivered.content)
+        assert '"logical_unit_number": 3' not in repr(chunks), "no row reached the stream"
+        assert kinds(armed.one(names.tool_span_name("lun_mappings"))) == ["column-type-mismatch"]
+        _, summary = one_run(armed)
+        assert dict(summary.attributes or {})[names.RUN_OUTCOME] == "ok"
+
+    @pytest.mark.parametrize("mode", ["sync", "async"])
+    def test_a_stream_the_caller_abandons_midway_still_ends_its_run_with_one_summary(
+        self, armed: Telemetry, mode: str
+    ) -> None:
+        """A client that goes away after the first chunk (the generator is closed): the run is
+        closed, not left open for the next invocation to inherit."""
+        armed.configure(check_column_types="warn")
+        model = scripted(call("lun_mappings", {"host_group": "vdi-a"}, "call_lun"), AIMessage(content="done"))
+        agent = create_agent(model, tools=[lun_tool()])
+        inputs: InputAgentState = {"messages": QUESTION}
+        if mode == "sync":
+            # LangGraph's stream is a generator (typed as an iterator): closing it is what a
+            # framework serving the stream does when its client disconnects.
+            stream = cast(Generator[Any, None, None], agent.stream(inputs, stream_mode="updates"))
+            next(stream)
+            stream.close()
+        else:
+
+            async def first_only() -> None:
+                stream = cast(AsyncGenerator[Any, None], agent.astream(inputs, stream_mode="updates"))
+                await anext(stream)
+                await stream.aclose()
+
+            asyncio.run(first_only())
+        assert len(model.received) == 1, "the run stopped after its first step"
+        run_span, summary = one_run(armed)
+        # The caller stopped the run (LangGraph ends it with the GeneratorExit of the closed
+        # stream): cancelled, as a cancelled task is, not an error of the agent's.
+        assert dict(summary.attributes or {})[names.RUN_OUTCOME] == "cancelled"
+        assert dict(run_span.attributes or {})[names.ERROR_TYPE] == "GeneratorExit"
+        assert not _langchain_runs._runs, "no run is held open"
+        # The next invocation is a run of its own, not a child of the abandoned one.
+        agent.invoke(inputs)
+        assert len(armed.summaries()) == 2
+        runs = armed.named(names.run_span_name("agent"))
+        assert len(runs) == 2 and all(r.parent is None for r in runs)
 
     def test_parallel_calls_of_one_response_are_each_judged_under_their_own_call_id(
         self, armed: Telemetry

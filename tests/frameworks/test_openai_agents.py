@@ -19,6 +19,7 @@ dangling test red; opening our own chat span under OpenInference turns the coexi
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from collections.abc import Iterator, Sequence
@@ -645,6 +646,41 @@ async def test_a_streamed_run_is_one_run_and_leaves_the_callers_context_alone(ar
     (run_span,) = _run_spans(armed)
     _summary_under(armed, run_span)
     assert ci.current_run() is None
+
+
+@pytest.mark.parametrize("mode", ["cancel", "after_turn", "walk away"])
+async def test_a_stream_the_caller_abandons_midway_still_ends_its_run_with_one_summary(
+    armed: Telemetry, mode: str
+) -> None:
+    """A client that goes away after the first event: the SDK's ``cancel()`` (now, or after the
+    turn), or the events simply no longer read. The run is closed, and the next run is a run of
+    its own, not a child of the abandoned one."""
+    armed.configure(check_column_types="warn")
+    ci.declare_tool("lun_mappings", result_columns=LUN_COLUMNS)
+    agent, _ = _lun_agent()
+    streamed = Runner.run_streamed(agent, "map")
+    async for _event in streamed.stream_events():
+        if mode == "cancel":
+            streamed.cancel()
+        elif mode == "after_turn":
+            streamed.cancel(mode="after_turn")
+        break
+    if mode == "walk away":
+        streamed.cancel()  # what a server does when its client disconnects
+    for _ in range(50):  # the SDK ends the run's task on its loop
+        if armed.summaries():
+            break
+        await asyncio.sleep(0.01)
+    (run_span,) = _run_spans(armed)
+    summary = _summary_under(armed, run_span)
+    # Cancelled now, the run is cancelled; after the turn, the SDK ends it as a finished run.
+    assert _attrs(summary)[names.RUN_OUTCOME] == ("ok" if mode == "after_turn" else "cancelled")
+    assert ci.current_run() is None
+    again, _ = _lun_agent()
+    await Runner.run(again, "map")
+    runs = _run_spans(armed)
+    assert len(runs) == 2 and all(r.parent is None for r in runs)
+    assert len(armed.summaries()) == 2
 
 
 def test_run_sync_is_covered(armed: Telemetry) -> None:

@@ -323,30 +323,7 @@ class TestLunRows:
 
     def test_a_streamed_run_is_judged_the_same(self, telemetry: Telemetry) -> None:
         telemetry.configure(check_column_types="warn")
-        script = lun_script()
-
-        async def stream(messages: list[pm.ModelMessage], info: AgentInfo) -> Any:
-            script.received.append(list(messages))
-            for part in script.plan.pop(0):
-                if isinstance(part, pm.ToolCallPart):
-                    yield {
-                        0: DeltaToolCall(
-                            name=part.tool_name,
-                            json_args=part.args_as_json_str(),
-                            tool_call_id=part.tool_call_id,
-                        )
-                    }
-                elif isinstance(part, pm.TextPart):
-                    yield part.content
-
-        agent: Agent[None, str] = hosted(
-            Agent(FunctionModel(stream_function=stream), name="storage"), telemetry
-        )
-        ci.declare_tool(TOOL, result_columns=LUN_COLUMNS)
-
-        @agent.tool_plain(name=TOOL)
-        def mappings(host_group: str) -> list[dict[str, Any]]:
-            return _rows()
+        agent = streaming_lun_agent(lun_script(), telemetry)
 
         async def go() -> str:
             async with agent.run_stream("Map host group vdi-a.") as streamed:
@@ -358,6 +335,67 @@ class TestLunRows:
         assert len(telemetry.summaries()) == 1
         # Each streamed request was read on pydantic-ai's own chat span: none of ours beside them.
         nothing_doubled(telemetry, requests=2, tool_calls=1)
+
+    def test_a_stream_the_caller_abandons_midway_still_ends_its_run_with_one_summary(
+        self, telemetry: Telemetry
+    ) -> None:
+        """A client that goes away after the first words of the answer: the run is closed, and the
+        next run is a run of its own, not a child of the abandoned one."""
+        telemetry.configure(check_column_types="warn")
+        script = Script.of(
+            call(TOOL, "call_lun", host_group="vdi-a"),
+            text("vdi-a maps two LUNs, and more words after the first."),
+        )
+        agent = streaming_lun_agent(script, telemetry, chunk=4)
+
+        async def first_words() -> str:
+            async with agent.run_stream("Map host group vdi-a.") as streamed:
+                async for words in streamed.stream_output(debounce_by=None):
+                    return words
+            raise AssertionError("the stream yielded nothing")
+
+        assert asyncio.run(first_words()).startswith("vdi-")
+        (summary,) = telemetry.summaries()
+        (run,) = operation(telemetry, names.OPERATION_INVOKE_AGENT)
+        assert summary.parent is not None and run.context is not None
+        assert summary.parent.span_id == run.context.span_id
+        assert attrs(summary)[names.RUN_OUTCOME] == "cancelled"  # its caller stopped it
+        assert ci.current_run() is None
+        agent.run_sync("Map host group vdi-a.", model=lun_script().model())
+        assert len(telemetry.summaries()) == 2
+        runs = operation(telemetry, names.OPERATION_INVOKE_AGENT)
+        assert len(runs) == 2 and all(r.parent is None for r in runs)
+        assert len({r.context.trace_id for r in runs if r.context is not None}) == 2
+
+
+def streaming_lun_agent(script: Script, telemetry: Telemetry, *, chunk: int = 0) -> Agent[None, str]:
+    """The LUN agent on a streaming FunctionModel playing ``script``; text in ``chunk``-character
+    pieces (whole when 0)."""
+
+    async def stream(messages: list[pm.ModelMessage], info: AgentInfo) -> Any:
+        script.received.append(list(messages))
+        for part in script.plan.pop(0):
+            if isinstance(part, pm.ToolCallPart):
+                yield {
+                    0: DeltaToolCall(
+                        name=part.tool_name,
+                        json_args=part.args_as_json_str(),
+                        tool_call_id=part.tool_call_id,
+                    )
+                }
+            elif isinstance(part, pm.TextPart):
+                size = chunk or len(part.content)
+                for start in range(0, len(part.content), size):
+                    yield part.content[start : start + size]
+
+    agent: Agent[None, str] = hosted(Agent(FunctionModel(stream_function=stream), name="storage"), telemetry)
+    ci.declare_tool(TOOL, result_columns=LUN_COLUMNS)
+
+    @agent.tool_plain(name=TOOL)
+    def mappings(host_group: str) -> list[dict[str, Any]]:
+        return _rows()
+
+    return agent
 
 
 # ── the README's example ──────────────────────────────────────────────────

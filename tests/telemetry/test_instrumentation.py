@@ -14,7 +14,7 @@ The laws under test:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from typing import Any, cast
 
 import pytest
@@ -311,6 +311,25 @@ class TestSummarySpan:
 
         asyncio.run(main())
         self._assert_one_summary_under(telemetry, names.run_span_name("cancelled"), "cancelled")
+
+    def test_a_run_inside_a_stream_its_caller_closes_early_is_cancelled(self, telemetry: Telemetry) -> None:
+        """A generator streaming a run's steps, closed after the first (a client gone): the run ends
+        with the generator's GeneratorExit, the caller stopping it, not the agent failing."""
+        telemetry.configure(check_column_types="warn")
+        tool = _mappings_tool(LUN_ROWS)
+
+        def steps() -> Generator[str, None, None]:
+            with ci.run("q", agent_name="streamed"):
+                for step in ("lookup", "answer"):
+                    tool("vdi-a")
+                    yield step
+
+        stream = steps()
+        assert next(stream) == "lookup"
+        stream.close()
+        self._assert_one_summary_under(telemetry, names.run_span_name("streamed"), "cancelled")
+        run_span = telemetry.one(names.run_span_name("streamed"))
+        assert dict(run_span.attributes or {})[names.ERROR_TYPE] == "GeneratorExit"
 
 
 class TestNeverBreakTheHost:

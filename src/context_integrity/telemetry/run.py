@@ -20,7 +20,7 @@ import threading
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -53,6 +53,11 @@ if TYPE_CHECKING:
     from ..loop import RequestFrame
 
 logger = logging.getLogger("context_integrity")
+
+# What ends a run because its caller stopped it, not because the agent failed: Ctrl-C, exit, and a
+# stream closed before its end (a client gone: the generator's GeneratorExit, as LangGraph reports
+# it). asyncio's CancelledError is told by name, whichever module raised it.
+_STOPPED_BY_THE_CALLER: Final = (KeyboardInterrupt, SystemExit, GeneratorExit)
 
 _WARNED_GROUNDS: set[tuple[str, str]] = set()
 
@@ -181,7 +186,7 @@ class Run:
             self.outcome = "checker-dead"
         elif error is None:
             self.outcome = "ok"
-        elif isinstance(error, (KeyboardInterrupt, SystemExit)) or type(error).__name__ == "CancelledError":
+        elif isinstance(error, _STOPPED_BY_THE_CALLER) or type(error).__name__ == "CancelledError":
             self.outcome = "cancelled"
         else:
             self.outcome = "error"
