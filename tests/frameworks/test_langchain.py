@@ -98,6 +98,12 @@ def lun_tool() -> Any:
     return mappings
 
 
+def carries_a_lun_row(streamed: object) -> bool:
+    """Whether what was streamed holds LUN_ROWS' second row, as JSON text or as a Python value."""
+    text = repr(streamed)
+    return '"logical_unit_number": 3' in text or "'logical_unit_number': 3" in text
+
+
 def tool_messages(received: list[BaseMessage]) -> list[ToolMessage]:
     return [m for m in received if isinstance(m, ToolMessage)]
 
@@ -228,8 +234,27 @@ class TestLunRows:
         assert chunks, "the stream yielded"
         (delivered,) = tool_messages(model.received[1])
         assert "No data was returned" in str(delivered.content)
-        assert '"logical_unit_number": 3' not in repr(chunks), "no row reached the stream"
+        assert not carries_a_lun_row(chunks), "no row reached the stream"
         assert kinds(armed.one(names.tool_span_name("lun_mappings"))) == ["column-type-mismatch"]
+        _, summary = one_run(armed)
+        assert dict(summary.attributes or {})[names.RUN_OUTCOME] == "ok"
+
+    def test_astream_events_is_judged_as_an_invoked_run(self, armed: Telemetry) -> None:
+        """``astream_events`` (how a UI streams tokens and tool activity): the model reads the
+        refusal, no event carries a row, one run, one summary."""
+        armed.configure(check_column_types="enforce")
+        model = scripted(call("lun_mappings", {"host_group": "vdi-a"}, "call_lun"), AIMessage(content="done"))
+        agent = create_agent(model, tools=[lun_tool()])
+        inputs: InputAgentState = {"messages": QUESTION}
+
+        async def collect() -> list[Any]:
+            return [event async for event in agent.astream_events(inputs, version="v2")]
+
+        events_seen = asyncio.run(collect())
+        assert any(e["event"] == "on_tool_end" for e in events_seen)
+        (delivered,) = tool_messages(model.received[1])
+        assert "No data was returned" in str(delivered.content)
+        assert not carries_a_lun_row(events_seen), "no row reached an event"
         _, summary = one_run(armed)
         assert dict(summary.attributes or {})[names.RUN_OUTCOME] == "ok"
 

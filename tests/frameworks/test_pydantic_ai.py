@@ -368,6 +368,54 @@ class TestLunRows:
         assert len({r.context.trace_id for r in runs if r.context is not None}) == 2
 
 
+class TestIter:
+    """``agent.iter``: a run driven node by node, as a UI streaming a run's steps drives it."""
+
+    def test_driven_to_its_end_it_is_judged_as_run_sync_is(self, telemetry: Telemetry) -> None:
+        telemetry.configure(check_column_types="enforce")
+        script = lun_script()
+        agent = lun_agent("declare_tool", script, telemetry)
+
+        async def drive() -> str:
+            async with agent.iter("Map host group vdi-a.") as agent_run:
+                async for _node in agent_run:
+                    pass
+            assert agent_run.result is not None
+            return agent_run.result.output
+
+        assert asyncio.run(drive()) == "vdi-a maps two LUNs."
+        (delivered,) = returns(script.received[1])
+        assert isinstance(delivered.content, str) and delivered.content.startswith("Result rejected")
+        nothing_doubled(telemetry, requests=2, tool_calls=1)
+        summary = the_summary_under_the_host_run(telemetry)
+        assert attrs(summary)[names.RUN_OUTCOME] == "ok"
+        assert attrs(summary)[names.row_attribute("column-type-mismatch", "write", "findings")] == 1
+
+    def test_left_after_the_models_first_answer_it_ends_with_one_summary(self, telemetry: Telemetry) -> None:
+        """The caller stops driving before the tool runs: nothing more is judged, the run is
+        summarised, and the next run is a run of its own."""
+        telemetry.configure(check_column_types="enforce")
+        script = lun_script()
+        agent = lun_agent("declare_tool", script, telemetry)
+
+        async def leave_early() -> None:
+            async with agent.iter("Map host group vdi-a.") as agent_run:
+                async for node in agent_run:
+                    if Agent.is_call_tools_node(node):
+                        break
+
+        asyncio.run(leave_early())
+        assert len(script.received) == 1
+        summary = the_summary_under_the_host_run(telemetry)
+        assert attrs(summary)[names.RUN_OUTCOME] == "cancelled"  # its caller stopped it
+        assert attrs(summary)[names.row_attribute("column-type-mismatch", "write", "checked")] == 0
+        assert ci.current_run() is None
+        agent.run_sync("Map host group vdi-a.", model=lun_script().model())
+        runs = operation(telemetry, names.OPERATION_INVOKE_AGENT)
+        assert len(runs) == 2 and all(r.parent is None for r in runs)
+        assert len(telemetry.summaries()) == 2
+
+
 def streaming_lun_agent(script: Script, telemetry: Telemetry, *, chunk: int = 0) -> Agent[None, str]:
     """The LUN agent on a streaming FunctionModel playing ``script``; text in ``chunk``-character
     pieces (whole when 0)."""
