@@ -278,3 +278,28 @@ def test_external_grounds_accept_every_documented_shape(telemetry: Telemetry, en
     assert [f for f in agent_run.findings if f.kind == "unsupported-argument"] == []
     (excusal,) = call.excusals
     assert (excusal.value, excusal.source) == ("LUN-0042", "cmdb")
+
+
+def test_bad_declarations_read_at_run_time_are_told_once_each_and_boundedly(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a framework tool carries is read when a run opens: each bad declaration is logged once
+    at error, a repeat at debug; past MAX_WARNED_DECLARATIONS distinct ones, a new one at debug too
+    (a misconfigured fleet must not flood the log, nor grow the memory of what was told)."""
+    from context_integrity.integrations import functions
+    from context_integrity.limits import MAX_WARNED_DECLARATIONS
+
+    monkeypatch.setattr(functions, "_TOLD_BAD_DECLARATIONS", set())
+    with caplog.at_level(logging.DEBUG, logger="context_integrity"):
+        for index in range(MAX_WARNED_DECLARATIONS + 1):
+            for _ in range(2):
+                functions.tell_bad_declaration(ci.DeclarationError(f"Tool 't{index}': result_columns is bad"))
+    told = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "context_integrity"]
+    errors = [message for level, message in told if level == logging.ERROR]
+    assert len(errors) == MAX_WARNED_DECLARATIONS
+    assert (
+        errors[0]
+        == "context_integrity: Tool 't0': result_columns is bad (the tool is not judged until it is fixed)"
+    )
+    assert len(told) == 2 * (MAX_WARNED_DECLARATIONS + 1)  # the rest at debug, none dropped unsaid
+    assert len(functions._TOLD_BAD_DECLARATIONS) == MAX_WARNED_DECLARATIONS

@@ -117,8 +117,9 @@ MAX_LISTED_PROBLEMS: Final = 1000
 # the runs in flight, never the size of the recording.
 MAX_OPEN_TRACES_READ: Final = 4096
 
-# Distinct (server, tool, field) declarations from MCP servers warned about before repeats go to debug:
-# a misconfigured fleet must not flood the log.
+# Distinct bad declarations warned about before repeats go to debug, each kind apart: (server, tool,
+# field) from MCP servers, and those framework tools carry, read at run time: a misconfigured fleet
+# must not flood the log.
 MAX_WARNED_DECLARATIONS: Final = 500
 
 # The local recording rotates when a write would take it past this size: the file is renamed to

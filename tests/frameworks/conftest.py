@@ -1,4 +1,4 @@
-"""Every framework test starts from an empty contract book.
+"""Every framework test starts from an empty contract book, and with no bad declaration told.
 
 The book is process-wide, and modules imported elsewhere in the suite (the demo among them)
 declare tools at import: a framework run would otherwise see those declarations too — as
@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from context_integrity.integrations import functions
 from context_integrity.telemetry.setup import CONTRACTS
 
 
@@ -25,3 +26,11 @@ def _only_this_tests_declarations() -> Iterator[None]:
         CONTRACTS.forget(name)
     for contract in before:
         CONTRACTS.declare(contract)
+
+
+@pytest.fixture(autouse=True)
+def _no_bad_declaration_told_yet() -> Iterator[None]:
+    """A bad declaration is logged once per process: each test sees its own first telling."""
+    functions._TOLD_BAD_DECLARATIONS.clear()
+    yield
+    functions._TOLD_BAD_DECLARATIONS.clear()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import logging
 import os
 import typing
 from collections.abc import AsyncGenerator, Generator, Iterator
@@ -403,6 +404,33 @@ class TestDeclarations:
         bad.metadata = {"context_integrity": {"result_colums": LUN_COLUMNS}}
         with pytest.raises(ci.DeclarationError, match=r"lun_mappings.*result_colums"):
             create_agent(scripted(AIMessage(content="x")), tools=[bad])
+
+    def test_a_bad_metadata_declaration_read_at_run_time_is_logged_once_and_the_run_goes_on(
+        self, telemetry: Telemetry, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """The middleware given by hand to an agent made while LangChain was not armed: the tool's
+        metadata is first read when a run opens, where raising would break the run. It is logged
+        naming the tool, the field and the fix, once however many runs read it; the rows go
+        through unjudged."""
+        telemetry.configure(check_column_types="enforce", instrument=())
+        bad = lun_tool()
+        bad.metadata = {"context_integrity": {"result_colums": LUN_COLUMNS}}
+        with caplog.at_level(logging.WARNING, logger="context_integrity"):
+            for _ in range(3):
+                model = scripted(
+                    call("lun_mappings", {"host_group": "vdi-a"}, "c1"), AIMessage(content="done")
+                )
+                agent = create_agent(
+                    model, tools=[bad], middleware=[integration.ContextIntegrityMiddleware()]
+                )
+                assert agent.invoke({"messages": QUESTION})["messages"][-1].content == "done"
+                (delivered,) = tool_messages(model.received[1])
+                assert '"logical_unit_number": 3' in str(delivered.content), "handed over unjudged"
+        told = [r.getMessage() for r in caplog.records if "lun_mappings" in r.getMessage()]
+        assert len(told) == 1, told
+        assert "result_colums" in told[0] and "declare_tool" in told[0] and "not judged" in told[0]
+        assert len(telemetry.summaries()) == 3
+        assert [e for s in telemetry.finished() for e in events(s)] == []
 
 
 class TestRun:

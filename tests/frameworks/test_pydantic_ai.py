@@ -368,6 +368,44 @@ class TestLunRows:
         assert len({r.context.trace_id for r in runs if r.context is not None}) == 2
 
 
+@pytest.mark.parametrize(
+    ("metadata", "named"),
+    [
+        ({"context_integrity": ["result_columns"]}, "not a mapping"),
+        ({"context_integrity": {"result_colums": LUN_COLUMNS}}, "'result_colums'"),
+        ({"context_integrity": {"result_columns": {"logical_unit_number": "numbr"}}}, "numbr"),
+    ],
+    ids=["not a mapping", "a misspelt field", "an unknown column type"],
+)
+def test_a_bad_metadata_declaration_is_logged_once_and_the_run_goes_on_unjudged(
+    telemetry: Telemetry, caplog: pytest.LogCaptureFixture, metadata: dict[str, Any], named: str
+) -> None:
+    """pydantic-ai's tool ``metadata`` is read when a run starts, so a bad declaration there cannot
+    raise at definition: it is logged naming the tool, the field and the fix, the rows go through
+    unjudged, and a process running the agent a thousand times is told once, not a thousand."""
+    telemetry.configure(check_column_types="enforce")
+    agent: Agent[None, str] = hosted(Agent(name="storage"), telemetry)
+
+    @agent.tool_plain(name=TOOL, metadata=metadata)
+    def mappings(host_group: str) -> list[dict[str, Any]]:
+        return _rows()
+
+    with caplog.at_level(logging.WARNING, logger="context_integrity"):
+        for _ in range(3):
+            script = lun_script()
+            assert (
+                agent.run_sync("Map host group vdi-a.", model=script.model()).output == "vdi-a maps two LUNs."
+            )
+            (delivered,) = returns(script.received[1])
+            assert delivered.content is LUN_ROWS  # not judged: handed over as it came
+    told = [r for r in caplog.records if r.name == "context_integrity" and TOOL in r.getMessage()]
+    assert len(told) == 1, [r.getMessage() for r in told]
+    message = told[0].getMessage()
+    assert named in message and "context_integrity" in message and "not judged" in message
+    assert all_findings(telemetry) == []
+    assert len(telemetry.summaries()) == 3
+
+
 class TestIter:
     """``agent.iter``: a run driven node by node, as a UI streaming a run's steps drives it."""
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
-import logging
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
@@ -27,8 +26,6 @@ from ..telemetry.setup import CONTRACTS
 from . import _langchain_mcp, functions
 from ._offered import SameTools
 from .functions import declare_tool
-
-logger = logging.getLogger("context_integrity")
 
 # The key of a LangChain tool's ``metadata`` that holds its declaration.
 METADATA_KEY: Final = "context_integrity"
@@ -261,10 +258,10 @@ def declare_tools(tools: Iterable[object] | None, *, strict: bool) -> None:
                 CONTRACTS.declare(dataclasses.replace(contract, name=tool.name))
                 if len(_renamed) < _MAX_DEFINITIONS:
                     _renamed.add(contract.name)
-        except DeclarationError:
+        except DeclarationError as bad:
             if strict:
                 raise
-            logger.warning("context_integrity: tool %r has a bad declaration; it is not judged", tool.name)
+            functions.tell_bad_declaration(bad)
         except Exception as ours:
             record_internal_error(None, "reading a LangChain tool's declaration", ours)
 

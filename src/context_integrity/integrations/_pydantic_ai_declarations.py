@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -14,9 +13,7 @@ from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 
 from ..contracts import DeclarationError, ToolContract, define_contract
 from ..telemetry.setup import CONTRACTS
-from .functions import contract_of, declare_tool
-
-logger = logging.getLogger("context_integrity")
+from .functions import contract_of, declare_tool, tell_bad_declaration
 
 # The key of a pydantic-ai tool's ``metadata`` holding its declaration.
 METADATA_KEY: Final = "context_integrity"
@@ -84,7 +81,7 @@ def declare_agent_tools(agent: object) -> AgentDeclarations:
         try:
             contract = _declaration_from_metadata(name, getattr(pai_tool, "metadata", None))
         except DeclarationError as bad:
-            logger.error("context_integrity: %s (the tool is not judged until it is fixed)", bad)
+            tell_bad_declaration(bad)
             continue
         if contract is None:
             decorated = contract_of(function)

@@ -19,7 +19,7 @@ from typing import Any, Final, ParamSpec, Protocol, TypeVar, cast, overload
 
 from ..contracts import DeclarationError, ToolContract, define_contract
 from ..contracts.claims import ClaimsContract, define_claims
-from ..limits import MAX_ATTRIBUTE_CHARS
+from ..limits import MAX_ATTRIBUTE_CHARS, MAX_WARNED_DECLARATIONS
 from ..telemetry.setup import CONTRACTS
 from ..telemetry.tool_call import ToolScope, unopened_call
 from ..text import clip
@@ -254,6 +254,23 @@ def warn_unoffered(
             clip(", ".join(map(repr, sorted(seen))) or "none", MAX_ATTRIBUTE_CHARS),
             fix,
         )
+
+
+# The bad declarations read at run time already told, by their message (which names the tool and
+# the field): a process running the agent a thousand times is told once.
+_TOLD_BAD_DECLARATIONS: set[str] = set()
+
+
+def tell_bad_declaration(error: DeclarationError) -> None:
+    """A declaration a framework tool carries, found bad when a run reads it (raising there would
+    break the host's run): logged once per process, its message naming the tool, the field and the
+    fix; repeats, and any past the bound, at debug."""
+    message = str(error)
+    if message in _TOLD_BAD_DECLARATIONS or len(_TOLD_BAD_DECLARATIONS) >= MAX_WARNED_DECLARATIONS:
+        logger.debug("context_integrity: %s (the tool is not judged until it is fixed)", message)
+        return
+    _TOLD_BAD_DECLARATIONS.add(message)
+    logger.error("context_integrity: %s (the tool is not judged until it is fixed)", message)
 
 
 def declare_claims(output_model: object, claims: object) -> ClaimsContract:
