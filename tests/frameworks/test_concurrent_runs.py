@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import gc
 import importlib.util
 import json
 import os
@@ -48,7 +49,13 @@ if _MISSING:  # pragma: no cover - CI installs every extra
 
 os.environ.setdefault("OPENAI_API_KEY", "sk-offline-never-used")
 
-from context_integrity.integrations import _langchain_runs, langchain, openai_agents, pydantic_ai  # noqa: E402
+from context_integrity.integrations import (  # noqa: E402
+    _langchain_runs,
+    _openai_agents_run,
+    langchain,
+    openai_agents,
+    pydantic_ai,
+)
 
 TOOL = "lun_mappings"
 LUN_COLUMNS = {"logical_unit_number": "number"}
@@ -372,3 +379,35 @@ def test_runs_one_after_another_leave_nothing_open(telemetry: Telemetry, agent: 
         group = GROUPS[index % len(GROUPS)]
         assert agent.run_sync(group) == answer(group)
     assert_every_run_closed(telemetry, agent, RUNS_IN_A_ROW)
+
+
+def test_an_agent_built_for_each_request_leaves_nothing_behind_it(telemetry: Telemetry) -> None:
+    """A server that builds its Agents SDK agent (and its tools) per request: the tools armed for
+    one request are forgotten with them, not kept for the life of the process."""
+    from agents import Agent as SdkAgent
+    from agents import RunConfig, Runner, function_tool, set_trace_processors
+    from agents.testing import ScriptedModel, assistant_message, function_call
+
+    set_trace_processors([])
+    configure(telemetry, per_agent=False)
+
+    def serve(group: str) -> None:
+        @function_tool(name_override=TOOL)
+        def mappings(host_group: str) -> list[dict[str, Any]]:
+            """The LUN mappings of a host group."""
+            return rows_for(host_group)
+
+        agent = SdkAgent(name="storage", instructions="Map the LUNs.", tools=[mappings])
+        model = ScriptedModel(
+            [
+                [function_call(TOOL, {"host_group": group}, call_id=call_id_of(group))],
+                [assistant_message(answer(group))],
+            ]
+        )
+        Runner.run_sync(agent, group, run_config=RunConfig(model=model))
+
+    for index in range(RUNS_IN_A_ROW):
+        serve(GROUPS[index % len(GROUPS)])
+    gc.collect()
+    assert len(_openai_agents_run._armed_tools) <= 1  # the last request's, at most
+    assert len(telemetry.summaries()) == RUNS_IN_A_ROW
