@@ -411,3 +411,131 @@ def test_an_agent_built_for_each_request_leaves_nothing_behind_it(telemetry: Tel
     gc.collect()
     assert len(_openai_agents_run._armed_tools) <= 1  # the last request's, at most
     assert len(telemetry.summaries()) == RUNS_IN_A_ROW
+
+
+# ── calls at once within one run ─────────────────────────────────────────
+
+
+def assert_each_call_judged_alone(telemetry: Telemetry, delivered: Mapping[str, str]) -> None:
+    """One response asked for the tool once per host group: the calls run at once, and each call
+    id gets its own verdict, the refusal for each bad one (a repeat of a defect already filed is
+    counted, not filed again, but still refused)."""
+    assert sorted(delivered) == sorted(call_id_of(g) for g in GROUPS)
+    for group in GROUPS:
+        text = delivered[call_id_of(group)]
+        if is_bad(group):
+            assert text.startswith(REFUSAL_START), (group, text)
+        else:
+            assert json.loads(text) == rows_for(group), (group, text)
+    tool_spans = [s for s in telemetry.finished() if _operation(s) == names.OPERATION_EXECUTE_TOOL]
+    assert sorted(_attrs(s)[names.GEN_AI_TOOL_CALL_ID] for s in tool_spans) == sorted(
+        call_id_of(g) for g in GROUPS
+    )
+    for span in tool_spans:
+        call_id = _attrs(span)[names.GEN_AI_TOOL_CALL_ID]
+        if not is_bad(str(call_id).removeprefix("call-")):
+            assert _findings(span) == [], call_id
+        assert all(f[names.GEN_AI_TOOL_CALL_ID] == call_id for f in _findings(span))
+    (summary,) = telemetry.summaries()
+    bad = sum(is_bad(g) for g in GROUPS)
+    assert (_attrs(summary)[ROW_CHECKED], _attrs(summary)[ROW_FINDINGS]) == (len(GROUPS), bad)
+    assert len({s.context.trace_id for s in telemetry.finished() if s.context is not None}) == 1
+
+
+def test_pydantic_ai_calls_at_once_within_one_run(telemetry: Telemetry) -> None:
+    from pydantic_ai import Agent as PaiAgent
+    from pydantic_ai import messages as pm
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+
+    configure(telemetry, per_agent=False)
+    delivered: dict[str, str] = {}
+
+    def model(messages: list[pm.ModelMessage], info: AgentInfo) -> pm.ModelResponse:
+        parts = [p for m in messages if isinstance(m, pm.ModelRequest) for p in m.parts]
+        results = [p for p in parts if isinstance(p, pm.ToolReturnPart)]
+        if not results:
+            calls = [pm.ToolCallPart(TOOL, {"host_group": g}, tool_call_id=call_id_of(g)) for g in GROUPS]
+            return pm.ModelResponse(parts=list(calls))
+        for result in results:
+            content = result.content
+            delivered[result.tool_call_id] = content if isinstance(content, str) else json.dumps(content)
+        return pm.ModelResponse(parts=[pm.TextPart("read them all")])
+
+    agent: PaiAgent[None, str] = PaiAgent(FunctionModel(model), name="storage")
+    agent.instrument = InstrumentationSettings(tracer_provider=telemetry.provider)
+
+    @agent.tool_plain(name=TOOL)
+    def mappings(host_group: str) -> list[dict[str, Any]]:
+        return rows_for(host_group)
+
+    assert agent.run_sync("Map every group.").output == "read them all"
+    assert_each_call_judged_alone(telemetry, delivered)
+
+
+async def test_agents_sdk_calls_at_once_within_one_run(telemetry: Telemetry) -> None:
+    from agents import Agent as SdkAgent
+    from agents import Runner, function_tool, set_trace_processors
+    from agents.testing import ScriptedModel, assistant_message, function_call
+
+    set_trace_processors([])
+    configure(telemetry, per_agent=False)
+
+    @function_tool(name_override=TOOL)
+    def mappings(host_group: str) -> list[dict[str, Any]]:
+        """The LUN mappings of a host group."""
+        return rows_for(host_group)
+
+    model = ScriptedModel(
+        [
+            [function_call(TOOL, {"host_group": g}, call_id=call_id_of(g)) for g in GROUPS],
+            [assistant_message("read them all")],
+        ]
+    )
+    agent = SdkAgent(name="storage", model=model, tools=[mappings])
+    assert (await Runner.run(agent, "Map every group.")).final_output == "read them all"
+    delivered: dict[str, str] = {}
+    for item in model.calls[1].input:
+        data = item if isinstance(item, dict) else item.model_dump()
+        if data.get("type") == "function_call_output":
+            text = str(data["output"])
+            delivered[data["call_id"]] = (
+                text if text.startswith(REFUSAL_START) else json.dumps(ast.literal_eval(text))
+            )
+    assert_each_call_judged_alone(telemetry, delivered)
+
+
+def test_langchain_calls_at_once_within_one_run(telemetry: Telemetry) -> None:
+    from langchain.agents import create_agent
+    from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+    from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+    from langchain_core.tools import tool
+
+    configure(telemetry, per_agent=False)
+    received: list[list[BaseMessage]] = []
+
+    class Scripted(FakeMessagesListChatModel):
+        def bind_tools(self, tools: Any, *, tool_choice: Any = None, **kwargs: Any) -> Any:
+            return self.bind(tools=list(tools), tool_choice=tool_choice, **kwargs)
+
+        def _generate(
+            self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+        ) -> Any:
+            received.append(list(messages))
+            return super()._generate(messages, stop=stop, run_manager=run_manager, **kw)
+
+    calls = [
+        {"name": TOOL, "args": {"host_group": g}, "id": call_id_of(g), "type": "tool_call"} for g in GROUPS
+    ]
+    model = Scripted(responses=[AIMessage(content="", tool_calls=calls), AIMessage(content="read them all")])
+
+    @tool(TOOL)
+    def mappings(host_group: str) -> list[dict[str, Any]]:
+        """The LUN mappings of a host group."""
+        return rows_for(host_group)
+
+    agent = create_agent(model, tools=[mappings])
+    result = agent.invoke({"messages": [{"role": "user", "content": "Map every group."}]})
+    assert result["messages"][-1].content == "read them all"
+    delivered = {m.tool_call_id: str(m.content) for m in received[1] if isinstance(m, ToolMessage)}
+    assert_each_call_judged_alone(telemetry, delivered)
