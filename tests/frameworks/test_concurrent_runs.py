@@ -287,45 +287,25 @@ def agents_sdk_agent(telemetry: Telemetry, *, per_agent: bool) -> Agent:
 def langchain_agent(telemetry: Telemetry, *, per_agent: bool) -> Agent:
     """``per_agent``: the agent is given the middleware; else ``ci.setup()`` appends it."""
     from langchain.agents import create_agent
-    from langchain_core.language_models.chat_models import BaseChatModel
     from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-    from langchain_core.outputs import ChatGeneration, ChatResult
     from langchain_core.tools import tool
+    from tests.frameworks.langchain_models import ReadingChatModel, calling
 
     instrumentation = configure(telemetry, per_agent)
     delivered: dict[str, str] = {}
 
-    class ReadingModel(BaseChatModel):
-        """Answers from the messages it is sent: the lookup first, then a word on what it read."""
-
-        @property
-        def _llm_type(self) -> str:
-            return "reading"
-
-        def bind_tools(self, tools: Any, *, tool_choice: Any = None, **kwargs: Any) -> Any:
-            return self.bind(tools=list(tools), tool_choice=tool_choice, **kwargs)
-
-        def _generate(
-            self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
-        ) -> ChatResult:
-            (group,) = [m.content for m in messages if isinstance(m, HumanMessage)]
-            assert isinstance(group, str)
-            results = [m for m in messages if isinstance(m, ToolMessage)]
-            if not results:
-                call = {
-                    "name": TOOL,
-                    "args": {"host_group": group},
-                    "id": call_id_of(group),
-                    "type": "tool_call",
-                }
-                reply = AIMessage(content="", tool_calls=[call])
-            else:
-                (result,) = results
-                assert result.tool_call_id == call_id_of(group)
-                assert isinstance(result.content, str)
-                delivered[group] = result.content
-                reply = AIMessage(content=answer(group))
-            return ChatResult(generations=[ChatGeneration(message=reply)])
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        """The lookup first, then a word on what it read."""
+        (group,) = [m.content for m in messages if isinstance(m, HumanMessage)]
+        assert isinstance(group, str)
+        results = [m for m in messages if isinstance(m, ToolMessage)]
+        if not results:
+            return calling(TOOL, {"host_group": group}, call_id_of(group))
+        (result,) = results
+        assert result.tool_call_id == call_id_of(group)
+        assert isinstance(result.content, str)
+        delivered[group] = result.content
+        return AIMessage(content=answer(group))
 
     @tool(TOOL)
     def mappings(host_group: str) -> list[dict[str, Any]]:
@@ -333,7 +313,9 @@ def langchain_agent(telemetry: Telemetry, *, per_agent: bool) -> Agent:
         return rows_for(host_group)
 
     middleware = [langchain.ContextIntegrityMiddleware()] if per_agent else []
-    agent = create_agent(ReadingModel(), tools=[mappings], name="storage", middleware=middleware)
+    agent = create_agent(
+        ReadingChatModel(respond=respond), tools=[mappings], name="storage", middleware=middleware
+    )
 
     def last_words(state: Any) -> str:
         return str(state["messages"][-1].content)
@@ -507,35 +489,27 @@ async def test_agents_sdk_calls_at_once_within_one_run(telemetry: Telemetry) -> 
 
 def test_langchain_calls_at_once_within_one_run(telemetry: Telemetry) -> None:
     from langchain.agents import create_agent
-    from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
     from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
     from langchain_core.tools import tool
+    from tests.frameworks.langchain_models import ReadingChatModel
 
     configure(telemetry, per_agent=False)
-    received: list[list[BaseMessage]] = []
+    delivered: dict[str, str] = {}
 
-    class Scripted(FakeMessagesListChatModel):
-        def bind_tools(self, tools: Any, *, tool_choice: Any = None, **kwargs: Any) -> Any:
-            return self.bind(tools=list(tools), tool_choice=tool_choice, **kwargs)
-
-        def _generate(
-            self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
-        ) -> Any:
-            received.append(list(messages))
-            return super()._generate(messages, stop=stop, run_manager=run_manager, **kw)
-
-    calls = [
-        {"name": TOOL, "args": {"host_group": g}, "id": call_id_of(g), "type": "tool_call"} for g in GROUPS
-    ]
-    model = Scripted(responses=[AIMessage(content="", tool_calls=calls), AIMessage(content="read them all")])
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        results = [m for m in messages if isinstance(m, ToolMessage)]
+        if not results:
+            calls = [{"name": TOOL, "args": {"host_group": g}, "id": call_id_of(g)} for g in GROUPS]
+            return AIMessage(content="", tool_calls=calls)
+        delivered.update((m.tool_call_id, str(m.content)) for m in results)
+        return AIMessage(content="read them all")
 
     @tool(TOOL)
     def mappings(host_group: str) -> list[dict[str, Any]]:
         """The LUN mappings of a host group."""
         return rows_for(host_group)
 
-    agent = create_agent(model, tools=[mappings])
+    agent = create_agent(ReadingChatModel(respond=respond), tools=[mappings])
     result = agent.invoke({"messages": [{"role": "user", "content": "Map every group."}]})
     assert result["messages"][-1].content == "read them all"
-    delivered = {m.tool_call_id: str(m.content) for m in received[1] if isinstance(m, ToolMessage)}
     assert_each_call_judged_alone(telemetry, delivered)

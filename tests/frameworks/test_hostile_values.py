@@ -21,13 +21,14 @@ import importlib.util
 import json
 import math
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.conftest import Telemetry
+from tests.hostile import HostileRow, Unprintable
 
 import context_integrity as ci
 from context_integrity.judge.registry import REGISTRY
@@ -55,26 +56,6 @@ FUZZ = settings(
     # One pipeline for the whole test: each example counts the summaries it added.
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-
-
-class HostileRow(Mapping[str, Any]):
-    """A row whose every read raises."""
-
-    def __getitem__(self, key: str) -> Any:
-        raise RuntimeError("row exploded")
-
-    def __iter__(self) -> Iterator[str]:
-        raise RuntimeError("row exploded")
-
-    def __len__(self) -> int:
-        raise RuntimeError("row exploded")
-
-
-class Unprintable:
-    def __repr__(self) -> str:
-        raise RuntimeError("no repr")
-
-    __str__ = __repr__
 
 
 scalars = st.one_of(
@@ -154,6 +135,17 @@ def outcome(run: Callable[[], object]) -> tuple[str, str]:
         return type(error).__name__, str(error)
 
 
+def draining(sent: list[list[object]]) -> Callable[[], list[list[object]]]:
+    """What the model was sent in the last run, request by request, read and cleared."""
+
+    def take() -> list[list[object]]:
+        out = list(sent)
+        sent.clear()
+        return out
+
+    return take
+
+
 def same_run(
     telemetry: Telemetry,
     bare: Callable[[], object],
@@ -218,16 +210,11 @@ def pydantic_ai_case(telemetry: Telemetry, value: object, arguments: dict[str, A
 
     bare, judged = agent(None), agent([pydantic_ai.ContextIntegrity()])
 
-    def received() -> list[list[object]]:
-        out = list(sent)
-        sent.clear()
-        return out
-
     same_run(
         telemetry,
         lambda: bare.run_sync("Map vdi-a.").output,
         lambda: judged.run_sync("Map vdi-a.").output,
-        received,
+        draining(sent),
     )
 
 
@@ -282,10 +269,9 @@ def openai_agents_case(telemetry: Telemetry, value: object, arguments: dict[str,
 
 def langchain_case(telemetry: Telemetry, value: object, arguments: dict[str, Any]) -> None:
     from langchain.agents import create_agent
-    from langchain_core.language_models.chat_models import BaseChatModel
     from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
-    from langchain_core.outputs import ChatGeneration, ChatResult
     from langchain_core.tools import tool
+    from tests.frameworks.langchain_models import ReadingChatModel, calling
 
     arm(telemetry)
     sent: list[list[object]] = []
@@ -302,24 +288,11 @@ def langchain_case(telemetry: Telemetry, value: object, arguments: dict[str, Any
             calls,
         ]
 
-    class ReadingModel(BaseChatModel):
-        @property
-        def _llm_type(self) -> str:
-            return "reading"
-
-        def bind_tools(self, tools: Any, *, tool_choice: Any = None, **kwargs: Any) -> Any:
-            return self.bind(tools=list(tools), tool_choice=tool_choice, **kwargs)
-
-        def _generate(
-            self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
-        ) -> ChatResult:
-            sent.append([seen(m) for m in messages])
-            if any(isinstance(m, ToolMessage) for m in messages):
-                reply = AIMessage(content=ANSWER)
-            else:
-                call = {"name": TOOL, "args": arguments, "id": "call-1", "type": "tool_call"}
-                reply = AIMessage(content="", tool_calls=[call])
-            return ChatResult(generations=[ChatGeneration(message=reply)])
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        sent.append([seen(m) for m in messages])
+        if any(isinstance(m, ToolMessage) for m in messages):
+            return AIMessage(content=ANSWER)
+        return calling(TOOL, arguments, "call-1")
 
     @tool(TOOL)
     def mappings(host_group: str) -> Any:
@@ -332,21 +305,18 @@ def langchain_case(telemetry: Telemetry, value: object, arguments: dict[str, Any
         return ["vdi-a"]
 
     def agent(middleware: list[Any]) -> Any:
-        return create_agent(ReadingModel(), tools=[mappings, groups], name="storage", middleware=middleware)
+        return create_agent(
+            ReadingChatModel(respond=respond), tools=[mappings, groups], name="storage", middleware=middleware
+        )
 
     bare, judged = agent([]), agent([langchain.ContextIntegrityMiddleware()])
     question = {"messages": [{"role": "user", "content": "Map vdi-a."}]}
-
-    def received() -> list[list[object]]:
-        out = list(sent)
-        sent.clear()
-        return out
 
     same_run(
         telemetry,
         lambda: bare.invoke(question)["messages"][-1].content,
         lambda: judged.invoke(question)["messages"][-1].content,
-        received,
+        draining(sent),
     )
 
 

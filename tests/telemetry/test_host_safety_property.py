@@ -10,36 +10,14 @@ summary span.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.conftest import Telemetry
+from tests.hostile import HostileRow, Unprintable
 
 import context_integrity as ci
 from context_integrity.telemetry import names
-
-
-class _Hostile(Mapping[str, Any]):
-    """A row whose every read raises."""
-
-    def __getitem__(self, key: str) -> Any:
-        raise RuntimeError("row exploded")
-
-    def __iter__(self) -> Any:
-        raise RuntimeError("row exploded")
-
-    def __len__(self) -> int:
-        raise RuntimeError("row exploded")
-
-
-class _Unprintable:
-    def __repr__(self) -> str:
-        raise RuntimeError("no repr")
-
-    __str__ = __repr__
-
 
 scalars = st.one_of(
     st.none(),
@@ -49,7 +27,7 @@ scalars = st.one_of(
     st.text(max_size=20),
     st.binary(max_size=8),
     st.just(math.nan),
-    st.builds(_Unprintable),
+    st.builds(Unprintable),
 )
 values = st.recursive(
     scalars,
@@ -63,7 +41,7 @@ values = st.recursive(
 rowsets = st.lists(
     st.one_of(
         st.dictionaries(st.sampled_from(["lun", "host", "size"]), values, max_size=3),
-        st.builds(_Hostile),
+        st.builds(HostileRow),
     ),
     max_size=5,
 )
