@@ -23,7 +23,6 @@ from __future__ import annotations
 import ast
 import asyncio
 import gc
-import importlib.util
 import json
 import os
 from collections import defaultdict
@@ -35,17 +34,12 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 from tests.conftest import Telemetry
+from tests.frameworks.required import every_framework
 
 import context_integrity as ci
 from context_integrity.telemetry import names
 
-_MISSING = [
-    package for package in ("pydantic_ai", "agents", "langchain") if importlib.util.find_spec(package) is None
-]
-if _MISSING:  # pragma: no cover - CI installs every extra
-    if os.environ.get("CI"):
-        raise RuntimeError(f"{_MISSING} not installed; CI installs every framework extra")
-    pytest.skip(f"{_MISSING} not installed", allow_module_level=True)
+every_framework()
 
 os.environ.setdefault("OPENAI_API_KEY", "sk-offline-never-used")
 

@@ -17,7 +17,6 @@ each framework runs twice: bare, and judged by its per-agent form with every che
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import math
 import os
@@ -28,19 +27,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.conftest import Telemetry
+from tests.frameworks.required import every_framework
 from tests.hostile import HostileRow, Unprintable
 
 import context_integrity as ci
 from context_integrity.judge.registry import REGISTRY
 from context_integrity.telemetry import names
 
-_MISSING = [
-    package for package in ("pydantic_ai", "agents", "langchain") if importlib.util.find_spec(package) is None
-]
-if _MISSING:  # pragma: no cover - CI installs every extra
-    if os.environ.get("CI"):
-        raise RuntimeError(f"{_MISSING} not installed; CI installs every framework extra")
-    pytest.skip(f"{_MISSING} not installed", allow_module_level=True)
+every_framework()
 
 os.environ.setdefault("OPENAI_API_KEY", "sk-offline-never-used")
 
