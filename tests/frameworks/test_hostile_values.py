@@ -4,7 +4,8 @@ For any value a tool returns (nested containers, NaN and infinities, bytes, huge
 control characters, rows whose every read raises, objects whose ``repr`` raises) and any
 arguments the model writes (JSON of every shape, or text that is not JSON at all), one agent of
 each framework runs twice: bare, and judged by its per-agent form with every check armed
-(the tool's columns in warn, its arguments grounded in another tool, both notices on). The laws:
+(the tool's columns in warn, its arguments grounded in another tool, both notices on, content
+captured). The laws:
 
 - the model receives the same messages, request for request, in both runs: the tool's very
   value where the framework hands it on as an object, the same text where it renders one;
@@ -32,6 +33,7 @@ from tests.hostile import HostileRow, Unprintable
 
 import context_integrity as ci
 from context_integrity.judge.registry import REGISTRY
+from context_integrity.limits import MAX_ATTRIBUTE_CHARS, MAX_STACKTRACE_CHARS
 from context_integrity.telemetry import names
 
 every_framework()
@@ -99,11 +101,13 @@ assert len({entry.name for entry in REGISTRY} & set(ARMED_CHECKS)) == len(ARMED_
 
 
 def arm(telemetry: Telemetry) -> None:
-    """Every check armed, the frameworks left alone (each test judges through a per-agent form)."""
+    """Every check armed, content captured, the frameworks left alone (each test judges through a
+    per-agent form)."""
     telemetry.configure(
         check_column_types="warn",
         notice_empty_lookups=True,
         notice_prior_turn_evidence=True,
+        capture_content=True,
         instrument=(),
     )
     ci.declare_tool(GROUND)
@@ -155,6 +159,19 @@ def same_run(
     assert judged_received == bare_received
     assert judged_outcome == bare_outcome
     assert len(telemetry.summaries()) == summaries + 1
+    for span in telemetry.finished():  # what we wrote of the hostile values left clipped
+        ours = (
+            span.instrumentation_scope is not None
+            and span.instrumentation_scope.name == names.INSTRUMENTATION_NAME
+        )
+        for key, value in (span.attributes or {}).items():
+            if isinstance(value, str) and (ours or key.startswith(names.INSTRUMENTATION_NAME)):
+                assert len(value) <= MAX_ATTRIBUTE_CHARS, (span.name, key, value[:80])
+        for event in span.events:
+            for key, value in (event.attributes or {}).items():
+                if isinstance(value, str) and (ours or event.name == names.FINDING_EVENT):
+                    bound = MAX_STACKTRACE_CHARS if key == names.EXCEPTION_STACKTRACE else MAX_ATTRIBUTE_CHARS
+                    assert len(value) <= bound, (span.name, event.name, key, value[:80])
     ledger = dict(telemetry.summaries()[-1].attributes or {})
     unarmed = [row for row in ARMED_ROWS if names.row_attribute(row.check, row.seam, "checked") not in ledger]
     assert not unarmed, f"every check is armed in the judged run; not: {unarmed}"
@@ -351,6 +368,7 @@ ALWAYS_TRIED: dict[str, Callable[[], object]] = {
     "a row whose reads raise": lambda: [HostileRow()],
     "a value whose repr raises": lambda: [Unprintable()],
     "an integer past 64 bits": lambda: 2**64,
+    "a result past every bound": lambda: [{"logical_unit_number": "9" * 200_000, "host_group": "vdi-a"}],
 }
 
 
