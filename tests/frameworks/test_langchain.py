@@ -296,6 +296,32 @@ class TestLunRows:
         runs = armed.named(names.run_span_name("agent"))
         assert len(runs) == 2 and all(r.parent is None for r in runs)
 
+    @pytest.mark.parametrize("mode", ["warn", "enforce"])
+    def test_a_content_and_artifact_tool_is_judged_on_its_artifact(self, armed: Telemetry, mode: str) -> None:
+        """``response_format="content_and_artifact"``: the model reads the content, the rows travel
+        as the artifact. The artifact is what is judged; enforce replaces both, so no row reaches
+        LangChain's message either way."""
+        armed.configure(check_column_types=mode)
+
+        @tool("lun_mappings", response_format="content_and_artifact")
+        def mappings(host_group: str) -> tuple[str, list[dict[str, Any]]]:
+            """The LUN mappings of a host group."""
+            return "2 mappings", LUN_ROWS
+
+        mappings.metadata = {"context_integrity": {"result_columns": LUN_COLUMNS}}
+        model = scripted(call("lun_mappings", {"host_group": "vdi-a"}, "call_lun"), AIMessage(content="done"))
+        result = create_agent(model, tools=[mappings]).invoke({"messages": QUESTION})
+        (delivered,) = tool_messages(model.received[1])
+        (kept,) = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+        span = armed.one(names.tool_span_name("lun_mappings"))
+        assert kinds(span) == ["column-type-mismatch"]
+        if mode == "warn":
+            assert delivered.content == "2 mappings" and kept.artifact is LUN_ROWS
+        else:
+            assert str(delivered.content).startswith("Result rejected") and kept.artifact is None
+            assert span.status.status_code is StatusCode.ERROR
+        one_run(armed)
+
     def test_parallel_calls_of_one_response_are_each_judged_under_their_own_call_id(
         self, armed: Telemetry
     ) -> None:

@@ -406,6 +406,44 @@ def test_a_bad_metadata_declaration_is_logged_once_and_the_run_goes_on_unjudged(
     assert len(telemetry.summaries()) == 3
 
 
+@pytest.mark.parametrize("mode", ["warn", "enforce"])
+def test_a_tool_return_is_judged_on_its_return_value_and_enforce_replaces_it_whole(
+    telemetry: Telemetry, mode: str
+) -> None:
+    """A tool answering ``ToolReturn(return_value=rows, content=..., metadata=...)``: the rows are
+    what is judged; warn hands the ToolReturn over as it came, enforce replaces all of it (its extra
+    content too) with the refusal, so nothing of the rows reaches the model."""
+    telemetry.configure(check_column_types=mode)
+    ci.declare_tool(TOOL, result_columns=LUN_COLUMNS)
+    script = lun_script()
+    agent: Agent[None, str] = hosted(Agent(script.model(), name="storage"), telemetry)
+
+    @agent.tool_plain(name=TOOL)
+    def mappings(host_group: str) -> pm.ToolReturn:
+        return pm.ToolReturn(return_value=LUN_ROWS, content="the vdi-a rows: 3", metadata={"rows": 2})
+
+    agent.run_sync("Map host group vdi-a.")
+    (delivered,) = returns(script.received[1])
+    ((span, finding),) = all_findings(telemetry)
+    assert finding[names.FINDING_KIND] == "column-type-mismatch"
+    extra = [
+        p
+        for m in script.received[1]
+        if isinstance(m, pm.ModelRequest)
+        for p in m.parts
+        if isinstance(p, pm.UserPromptPart)
+    ]
+    if mode == "warn":
+        assert delivered.content is LUN_ROWS and delivered.metadata == {"rows": 2}
+        assert any("the vdi-a rows: 3" in str(p.content) for p in extra)
+    else:
+        assert isinstance(delivered.content, str) and delivered.content.startswith("Result rejected")
+        assert delivered.metadata is None
+        assert not any("the vdi-a rows: 3" in str(p.content) for p in extra)
+        assert attrs(span)[names.ERROR_TYPE] == names.ERROR_RESULT_REJECTED
+    assert len(telemetry.summaries()) == 1
+
+
 class TestIter:
     """``agent.iter``: a run driven node by node, as a UI streaming a run's steps drives it."""
 
