@@ -1,18 +1,23 @@
-"""What tools and models hand a framework agent, fuzzed: judged in warn, the run is the run without us.
+"""What tools and models hand a framework agent, fuzzed: judged, the run is the run without us,
+except where enforce must refuse.
 
 For any value a tool returns (nested containers, NaN and infinities, bytes, huge integers,
 control characters, rows whose every read raises, objects whose ``repr`` raises) and any
 arguments the model writes (JSON of every shape, or text that is not JSON at all), one agent of
 each framework runs twice: bare, and judged by its per-agent form with every check armed
-(the tool's columns in warn, its arguments grounded in another tool, both notices on, content
-captured). The laws:
+(the tool's columns in warn or in enforce, its arguments grounded in another tool, both notices
+on, content captured). The laws:
 
-- the model receives the same messages, request for request, in both runs: the tool's very
-  value where the framework hands it on as an object, the same text where it renders one;
-- the run ends the same way: the same answer, or the same exception;
-- the judged run writes exactly one summary.
+- in warn, and in enforce when the columns held: the model receives the same messages, request
+  for request, in both runs (the tool's very value where the framework hands it on as an object,
+  the same text where it renders one), and the run ends the same way: the same answer, or the
+  same exception;
+- in enforce when the column check found the value mistyped, or could not read it: the model
+  read the refusal sentence in the tool result's place, and never the value;
+- the judged run writes exactly one summary, with every check armed, and what it wrote of the
+  values on our spans stays within the bounds.
 
-``CI_FRAMEWORK_FUZZ_EXAMPLES`` sets the number of examples per framework.
+``CI_FRAMEWORK_FUZZ_EXAMPLES`` sets the number of examples per framework and mode.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import asyncio
 import json
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
@@ -97,14 +102,18 @@ ARMED_CHECKS = (
     "prior-turn evidence",
 )
 ARMED_ROWS = [row for entry in REGISTRY if entry.name in ARMED_CHECKS for row in entry.rows]
+COLUMN_ROWS = [row for entry in REGISTRY if entry.name == "column types" for row in entry.rows]
+REFUSAL_START = "Result rejected"
+# What pydantic-ai's record of the model's messages holds where the tool's very value was handed on.
+THE_TOOLS_VALUE = "<the tool's value>"
 assert len({entry.name for entry in REGISTRY} & set(ARMED_CHECKS)) == len(ARMED_CHECKS)
 
 
-def arm(telemetry: Telemetry) -> None:
-    """Every check armed, content captured, the frameworks left alone (each test judges through a
-    per-agent form)."""
+def arm(telemetry: Telemetry, mode: str) -> None:
+    """Every check armed, the columns in ``mode``, content captured, the frameworks left alone (each
+    test judges through a per-agent form)."""
     telemetry.configure(
-        check_column_types="warn",
+        check_column_types=mode,
         notice_empty_lookups=True,
         notice_prior_turn_evidence=True,
         capture_content=True,
@@ -144,21 +153,43 @@ def draining(sent: list[list[object]]) -> Callable[[], list[list[object]]]:
     return take
 
 
+def refused(ledger: Mapping[str, object]) -> bool:
+    """Whether enforce had to refuse the run's result: the column check found it mistyped, or
+    could not judge it."""
+    return any(
+        ledger.get(names.row_attribute(row.check, row.seam, field), 0)
+        for row in COLUMN_ROWS
+        for field in ("findings", "unreachable")
+    )
+
+
 def same_run(
     telemetry: Telemetry,
+    mode: str,
     bare: Callable[[], object],
     judged: Callable[[], object],
     received: Callable[[], list[list[object]]],
 ) -> None:
-    """``received()`` reads (and clears) what the model was sent in the last run, request by request."""
+    """``received()`` reads (and clears) what the model was sent in the last run, request by request.
+
+    In warn, and in enforce when the columns held, the judged run is the bare run. In enforce when
+    they did not (or could not be read), the model read the refusal in the tool result's place:
+    from there on the run may go otherwise (a value the framework could not render raised in the
+    bare run; refused, it never reaches the framework's renderer).
+    """
     bare_outcome = outcome(bare)
     bare_received = received()
     summaries = len(telemetry.summaries())
     judged_outcome = outcome(judged)
     judged_received = received()
-    assert judged_received == bare_received
-    assert judged_outcome == bare_outcome
     assert len(telemetry.summaries()) == summaries + 1
+    ledger = dict(telemetry.summaries()[-1].attributes or {})
+    if mode == "enforce" and refused(ledger):
+        assert REFUSAL_START in rendered(judged_received), judged_received
+        assert THE_TOOLS_VALUE not in rendered(judged_received)
+    else:
+        assert judged_received == bare_received
+        assert judged_outcome == bare_outcome
     for span in telemetry.finished():  # what we wrote of the hostile values left clipped
         ours = (
             span.instrumentation_scope is not None
@@ -172,7 +203,6 @@ def same_run(
                 if isinstance(value, str) and (ours or event.name == names.FINDING_EVENT):
                     bound = MAX_STACKTRACE_CHARS if key == names.EXCEPTION_STACKTRACE else MAX_ATTRIBUTE_CHARS
                     assert len(value) <= bound, (span.name, event.name, key, value[:80])
-    ledger = dict(telemetry.summaries()[-1].attributes or {})
     unarmed = [row for row in ARMED_ROWS if names.row_attribute(row.check, row.seam, "checked") not in ledger]
     assert not unarmed, f"every check is armed in the judged run; not: {unarmed}"
 
@@ -180,18 +210,18 @@ def same_run(
 # ── pydantic-ai ──────────────────────────────────────────────────────────
 
 
-def pydantic_ai_case(telemetry: Telemetry, value: object, arguments: dict[str, Any] | str) -> None:
+def pydantic_ai_case(telemetry: Telemetry, mode: str, value: object, arguments: dict[str, Any] | str) -> None:
     from pydantic_ai import Agent
     from pydantic_ai import messages as pm
     from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-    arm(telemetry)
+    arm(telemetry, mode)
     sent: list[list[object]] = []
 
     def seen(part: object) -> object:
         content = getattr(part, "content", None)
         # The tool's value handed on as an object: the very one, or the model was given another.
-        text = "<the tool's value>" if content is value else rendered(content)
+        text = THE_TOOLS_VALUE if content is value else rendered(content)
         return [
             type(part).__name__,
             getattr(part, "tool_name", None),
@@ -223,6 +253,7 @@ def pydantic_ai_case(telemetry: Telemetry, value: object, arguments: dict[str, A
 
     same_run(
         telemetry,
+        mode,
         lambda: bare.run_sync("Map vdi-a.").output,
         lambda: judged.run_sync("Map vdi-a.").output,
         draining(sent),
@@ -232,13 +263,15 @@ def pydantic_ai_case(telemetry: Telemetry, value: object, arguments: dict[str, A
 # ── the OpenAI Agents SDK ────────────────────────────────────────────────
 
 
-def openai_agents_case(telemetry: Telemetry, value: object, arguments: dict[str, Any] | str) -> None:
+def openai_agents_case(
+    telemetry: Telemetry, mode: str, value: object, arguments: dict[str, Any] | str
+) -> None:
     from agents import Agent, RunConfig, Runner, function_tool, set_trace_processors
     from agents.run import AgentRunner
     from agents.testing import ScriptedModel, assistant_message, function_call
 
     set_trace_processors([])  # the SDK's default processor would upload: nothing leaves
-    arm(telemetry)
+    arm(telemetry, mode)
     models: list[ScriptedModel] = []
 
     def agent() -> Agent[Any]:
@@ -272,19 +305,19 @@ def openai_agents_case(telemetry: Telemetry, value: object, arguments: dict[str,
             for call in model.calls
         ]
 
-    same_run(telemetry, lambda: run(Runner, bare), lambda: run(runner, judged), received)
+    same_run(telemetry, mode, lambda: run(Runner, bare), lambda: run(runner, judged), received)
 
 
 # ── LangChain ────────────────────────────────────────────────────────────
 
 
-def langchain_case(telemetry: Telemetry, value: object, arguments: dict[str, Any]) -> None:
+def langchain_case(telemetry: Telemetry, mode: str, value: object, arguments: dict[str, Any]) -> None:
     from langchain.agents import create_agent
     from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
     from langchain_core.tools import tool
     from tests.frameworks.langchain_models import ReadingChatModel, calling
 
-    arm(telemetry)
+    arm(telemetry, mode)
     sent: list[list[object]] = []
 
     def seen(message: BaseMessage) -> object:
@@ -325,6 +358,7 @@ def langchain_case(telemetry: Telemetry, value: object, arguments: dict[str, Any
 
     same_run(
         telemetry,
+        mode,
         lambda: bare.invoke(question)["messages"][-1].content,
         lambda: judged.invoke(question)["messages"][-1].content,
         draining(sent),
@@ -333,29 +367,37 @@ def langchain_case(telemetry: Telemetry, value: object, arguments: dict[str, Any
 
 # ── the tests ────────────────────────────────────────────────────────────
 
-CASES: dict[str, Callable[[Telemetry, object, Any], None]] = {
+MODES = ["warn", "enforce"]
+CASES: dict[str, Callable[[Telemetry, str, object, Any], None]] = {
     "pydantic-ai": pydantic_ai_case,
     "Agents SDK": openai_agents_case,
     "LangChain": langchain_case,
 }
 
 
+@pytest.mark.parametrize("mode", MODES)
 @given(value=tool_values, arguments=raw_arguments)
 @FUZZ
-def test_pydantic_ai_fuzzed(telemetry: Telemetry, value: object, arguments: dict[str, Any] | str) -> None:
-    pydantic_ai_case(telemetry, value, arguments)
+def test_pydantic_ai_fuzzed(
+    telemetry: Telemetry, mode: str, value: object, arguments: dict[str, Any] | str
+) -> None:
+    pydantic_ai_case(telemetry, mode, value, arguments)
 
 
+@pytest.mark.parametrize("mode", MODES)
 @given(value=tool_values, arguments=raw_arguments)
 @FUZZ
-def test_openai_agents_fuzzed(telemetry: Telemetry, value: object, arguments: dict[str, Any] | str) -> None:
-    openai_agents_case(telemetry, value, arguments)
+def test_openai_agents_fuzzed(
+    telemetry: Telemetry, mode: str, value: object, arguments: dict[str, Any] | str
+) -> None:
+    openai_agents_case(telemetry, mode, value, arguments)
 
 
+@pytest.mark.parametrize("mode", MODES)
 @given(value=tool_values, arguments=argument_dicts)  # LangChain's tool calls hold parsed arguments
 @FUZZ
-def test_langchain_fuzzed(telemetry: Telemetry, value: object, arguments: dict[str, Any]) -> None:
-    langchain_case(telemetry, value, arguments)
+def test_langchain_fuzzed(telemetry: Telemetry, mode: str, value: object, arguments: dict[str, Any]) -> None:
+    langchain_case(telemetry, mode, value, arguments)
 
 
 # One of each kind of value a framework renders its own way, tried every time whatever the fuzz
@@ -372,7 +414,8 @@ ALWAYS_TRIED: dict[str, Callable[[], object]] = {
 }
 
 
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("framework", CASES)
 @pytest.mark.parametrize("value", ALWAYS_TRIED)
-def test_always_tried(telemetry: Telemetry, framework: str, value: str) -> None:
-    CASES[framework](telemetry, ALWAYS_TRIED[value](), {"host_group": "vdi-a"})
+def test_always_tried(telemetry: Telemetry, mode: str, framework: str, value: str) -> None:
+    CASES[framework](telemetry, mode, ALWAYS_TRIED[value](), {"host_group": "vdi-a"})
