@@ -156,6 +156,8 @@ class Agent:
     # The integration's own table of the runs it holds open, where it keeps one (LangChain's,
     # keyed by each invocation's root run).
     held_open: Sized = ()
+    # The framework's own agent object, for what only one framework has (LangChain's batch).
+    host: Any = None
 
 
 async def at_once_on_one_loop(agent: Agent) -> None:
@@ -320,7 +322,7 @@ def langchain_agent(telemetry: Telemetry, *, per_agent: bool) -> Agent:
     def run_sync(group: str) -> str:
         return last_words(agent.invoke({"messages": [{"role": "user", "content": group}]}))
 
-    return Agent(run, run_sync, delivered, instrumentation, held_open=_langchain_runs._runs)
+    return Agent(run, run_sync, delivered, instrumentation, held_open=_langchain_runs._runs, host=agent)
 
 
 BUILDERS: dict[str, Callable[..., Agent]] = {
@@ -336,6 +338,11 @@ IDS = [f"{name}, {'its per-agent form' if per_agent else 'setup() alone'}" for n
 def agent(telemetry: Telemetry, request: pytest.FixtureRequest) -> Iterator[Agent]:
     name, per_agent = request.param
     yield BUILDERS[name](telemetry, per_agent=per_agent)
+    disarm_every_framework()
+
+
+def disarm_every_framework() -> None:
+    """What a test armed (globally, or the process-wide parts a per-agent form installs) is undone."""
     for module in (pydantic_ai, openai_agents, langchain):
         module.uninstrument_all()
 
@@ -348,6 +355,26 @@ async def test_runs_at_once_on_one_loop_are_each_judged_alone(telemetry: Telemet
 def test_runs_at_once_on_threads_are_each_judged_alone(telemetry: Telemetry, agent: Agent) -> None:
     at_once_on_threads(agent)
     assert_each_run_judged_alone(telemetry, agent.delivered)
+
+
+@pytest.fixture(params=[False, True], ids=["setup() alone", "its per-agent form"])
+def langchain_only(telemetry: Telemetry, request: pytest.FixtureRequest) -> Iterator[Agent]:
+    yield langchain_agent(telemetry, per_agent=request.param)
+    disarm_every_framework()
+
+
+@pytest.mark.parametrize("call", ["batch", "abatch"])
+def test_langchain_batch_judges_each_input_alone(
+    telemetry: Telemetry, langchain_only: Agent, call: str
+) -> None:
+    """LangChain's own way of running many inputs at once (``batch`` on a thread pool, ``abatch``
+    on the loop): each input is an invocation of its own, judged alone."""
+    graph = langchain_only.host
+    inputs = [{"messages": [{"role": "user", "content": group}]} for group in GROUPS]
+    results = graph.batch(inputs) if call == "batch" else asyncio.run(graph.abatch(inputs))
+    assert [r["messages"][-1].content for r in results] == [answer(g) for g in GROUPS]
+    assert_each_run_judged_alone(telemetry, langchain_only.delivered)
+    assert len(langchain_only.held_open) == 0
 
 
 def test_runs_one_after_another_leave_nothing_open(telemetry: Telemetry, agent: Agent) -> None:

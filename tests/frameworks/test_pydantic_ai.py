@@ -336,6 +336,25 @@ class TestLunRows:
         # Each streamed request was read on pydantic-ai's own chat span: none of ours beside them.
         nothing_doubled(telemetry, requests=2, tool_calls=1)
 
+    def test_run_stream_events_is_judged_as_run_sync_is(self, telemetry: Telemetry) -> None:
+        """``run_stream_events`` (every event of the run, as a UI consumes them): the model reads
+        the refusal, no event carries a row, one summary, nothing doubled."""
+        telemetry.configure(check_column_types="enforce")
+        script = lun_script()
+        agent = streaming_lun_agent(script, telemetry)
+
+        async def every_event() -> list[Any]:
+            async with agent.run_stream_events("Map host group vdi-a.") as events:
+                return [event async for event in events]
+
+        seen = asyncio.run(every_event())
+        assert seen, "the run streamed its events"
+        (delivered,) = returns(script.received[1])
+        assert isinstance(delivered.content, str) and delivered.content.startswith("Result rejected")
+        assert "'logical_unit_number': 3" not in repr(seen) and '"logical_unit_number": 3' not in repr(seen)
+        nothing_doubled(telemetry, requests=2, tool_calls=1)
+        assert attrs(the_summary_under_the_host_run(telemetry))[names.RUN_OUTCOME] == "ok"
+
     def test_a_stream_the_caller_abandons_midway_still_ends_its_run_with_one_summary(
         self, telemetry: Telemetry
     ) -> None:
