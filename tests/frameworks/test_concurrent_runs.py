@@ -534,3 +534,93 @@ def test_langchain_calls_at_once_within_one_run(telemetry: Telemetry) -> None:
     result = agent.invoke({"messages": [{"role": "user", "content": "Map every group."}]})
     assert result["messages"][-1].content == "read them all"
     assert_each_call_judged_alone(telemetry, delivered)
+
+
+# ── a run the framework itself stops ─────────────────────────────────────
+
+
+def assert_one_errored_run(telemetry: Telemetry, error_type: str) -> None:
+    (run_span,) = [s for s in telemetry.finished() if _operation(s) == names.OPERATION_INVOKE_AGENT]
+    (summary,) = telemetry.summaries()
+    assert summary.parent is not None and run_span.context is not None
+    assert summary.parent.span_id == run_span.context.span_id
+    assert _attrs(summary)[names.RUN_OUTCOME] == "error"
+    assert _attrs(run_span)[names.ERROR_TYPE] == error_type
+    assert ci.current_run() is None
+
+
+def test_a_pydantic_ai_run_past_its_request_limit_raises_unchanged_with_one_summary(
+    telemetry: Telemetry,
+) -> None:
+    from pydantic_ai import Agent as PaiAgent
+    from pydantic_ai import messages as pm
+    from pydantic_ai.exceptions import UsageLimitExceeded
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+    from pydantic_ai.usage import UsageLimits
+
+    configure(telemetry, per_agent=False)
+
+    def forever(messages: list[pm.ModelMessage], info: AgentInfo) -> pm.ModelResponse:
+        step = sum(isinstance(m, pm.ModelResponse) for m in messages)
+        return pm.ModelResponse(
+            parts=[pm.ToolCallPart(TOOL, {"host_group": "vdi-0"}, tool_call_id=f"c{step}")]
+        )
+
+    agent: PaiAgent[None, str] = PaiAgent(FunctionModel(forever), name="storage")
+
+    @agent.tool_plain(name=TOOL)
+    def mappings(host_group: str) -> list[dict[str, Any]]:
+        return rows_for(host_group)
+
+    with pytest.raises(UsageLimitExceeded):
+        agent.run_sync("Map vdi-0.", usage_limits=UsageLimits(request_limit=3))
+    assert_one_errored_run(telemetry, "UsageLimitExceeded")
+
+
+async def test_an_agents_sdk_run_past_its_max_turns_raises_unchanged_with_one_summary(
+    telemetry: Telemetry,
+) -> None:
+    from agents import Agent as SdkAgent
+    from agents import MaxTurnsExceeded, Runner, function_tool, set_trace_processors
+    from agents.testing import ScriptedModel, function_call
+
+    set_trace_processors([])
+    configure(telemetry, per_agent=False)
+
+    @function_tool(name_override=TOOL)
+    def mappings(host_group: str) -> list[dict[str, Any]]:
+        """The LUN mappings of a host group."""
+        return rows_for(host_group)
+
+    model = ScriptedModel([[function_call(TOOL, {"host_group": "vdi-0"}, call_id=f"c{i}")] for i in range(5)])
+    agent = SdkAgent(name="storage", model=model, tools=[mappings])
+    with pytest.raises(MaxTurnsExceeded):
+        await Runner.run(agent, "Map vdi-0.", max_turns=2)
+    assert_one_errored_run(telemetry, "MaxTurnsExceeded")
+
+
+def test_a_langchain_run_past_its_recursion_limit_raises_unchanged_with_one_summary(
+    telemetry: Telemetry,
+) -> None:
+    from langchain.agents import create_agent
+    from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+    from langchain_core.tools import tool
+    from langgraph.errors import GraphRecursionError
+    from tests.frameworks.langchain_models import ReadingChatModel, calling
+
+    configure(telemetry, per_agent=False)
+
+    def forever(messages: list[BaseMessage]) -> AIMessage:
+        step = sum(isinstance(m, ToolMessage) for m in messages)
+        return calling(TOOL, {"host_group": "vdi-0"}, f"c{step}")
+
+    @tool(TOOL)
+    def mappings(host_group: str) -> list[dict[str, Any]]:
+        """The LUN mappings of a host group."""
+        return rows_for(host_group)
+
+    agent = create_agent(ReadingChatModel(respond=forever), tools=[mappings])
+    with pytest.raises(GraphRecursionError):
+        agent.invoke({"messages": [{"role": "user", "content": "Map vdi-0."}]}, {"recursion_limit": 5})
+    assert_one_errored_run(telemetry, "GraphRecursionError")
+    assert len(_langchain_runs._runs) == 0
