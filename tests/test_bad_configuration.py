@@ -286,10 +286,11 @@ def test_bad_declarations_read_at_run_time_are_told_once_each_and_boundedly(
     """What a framework tool carries is read when a run opens: each bad declaration is logged once
     at error, a repeat at debug; past MAX_WARNED_DECLARATIONS distinct ones, a new one at debug too
     (a misconfigured fleet must not flood the log, nor grow the memory of what was told)."""
+    from context_integrity._memo import ToldOnce
     from context_integrity.integrations import functions
     from context_integrity.limits import MAX_WARNED_DECLARATIONS
 
-    monkeypatch.setattr(functions, "_TOLD_BAD_DECLARATIONS", set())
+    monkeypatch.setattr(functions, "_TOLD_BAD_DECLARATIONS", ToldOnce(MAX_WARNED_DECLARATIONS))
     with caplog.at_level(logging.DEBUG, logger="context_integrity"):
         for index in range(MAX_WARNED_DECLARATIONS + 1):
             for _ in range(2):

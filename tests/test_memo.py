@@ -1,8 +1,9 @@
-"""IdentityMemo: what was made from an object is remembered for that very object, within a bound."""
+"""IdentityMemo: what was made from an object is remembered for that very object, within a bound.
+ToldOnce: each key is told once, and past the bound no key is told or remembered."""
 
 from __future__ import annotations
 
-from context_integrity._memo import IdentityMemo
+from context_integrity._memo import IdentityMemo, ToldOnce
 
 
 def test_the_same_object_is_made_once_and_an_equal_one_is_made_again() -> None:
@@ -42,3 +43,13 @@ def test_a_key_whose_id_is_reused_by_another_object_is_not_mistaken_for_it() -> 
     impostor = object()
     memo._entries[id(impostor)] = (first, "first")
     assert memo.of(impostor, lambda _k: "impostor") == "impostor"
+
+
+def test_each_key_is_told_once_and_past_the_bound_none_is_told_or_remembered() -> None:
+    told: ToldOnce[str] = ToldOnce(2)
+    assert told.first("a") and not told.first("a")
+    assert told.first("b")
+    assert not told.first("c"), "the bound is reached: a new key is not told"
+    assert "c" not in told and len(told) == 2, "nor remembered: the memory stays within the bound"
+    told.clear()
+    assert told.first("a") and len(told) == 1

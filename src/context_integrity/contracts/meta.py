@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from .._memo import ToldOnce
 from ..limits import MAX_SCHEMA_DEPTH, MAX_WARNED_DECLARATIONS
 from .columns import ColumnType, NormalizedColumn, normalize_columns
 from .errors import DeclarationError
@@ -74,16 +75,15 @@ def with_contract_meta(
 class _WarnedOnce:
     """Which (server, tool, field) were warned about; bounded, then repeats go to debug."""
 
-    seen: set[tuple[str, str, str]] = field(default_factory=set)
+    seen: ToldOnce[tuple[str, str, str]] = field(default_factory=lambda: ToldOnce(MAX_WARNED_DECLARATIONS))
 
     def warn(self, server: str, tool: str, field_name: str, rule: str) -> None:
         key = (server, tool, field_name)
         if key in self.seen:
             return
-        if len(self.seen) >= MAX_WARNED_DECLARATIONS:
+        if not self.seen.first(key):  # past the bound
             logger.debug("context_integrity: %s", rule)
             return
-        self.seen.add(key)
         logger.warning(
             "context_integrity: MCP server %r, tool %r: dropped the declaration %r (%s). "
             "The tool is still registered with the rest of its contract.",

@@ -17,6 +17,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Set
 from typing import Any, Final, ParamSpec, Protocol, TypeVar, cast, overload
 
+from .._memo import ToldOnce
 from ..contracts import DeclarationError, ToolContract, define_contract
 from ..contracts.claims import ClaimsContract, define_claims
 from ..limits import MAX_ATTRIBUTE_CHARS, MAX_WARNED_DECLARATIONS
@@ -258,7 +259,7 @@ def warn_unoffered(
 
 # The bad declarations read at run time already told, by their message (which names the tool and
 # the field): a process running the agent a thousand times is told once.
-_TOLD_BAD_DECLARATIONS: set[str] = set()
+_TOLD_BAD_DECLARATIONS: Final[ToldOnce[str]] = ToldOnce(MAX_WARNED_DECLARATIONS)
 
 
 def tell_bad_declaration(error: DeclarationError) -> None:
@@ -266,10 +267,9 @@ def tell_bad_declaration(error: DeclarationError) -> None:
     break the host's run): logged once per process, its message naming the tool, the field and the
     fix; repeats, and any past the bound, at debug."""
     message = str(error)
-    if message in _TOLD_BAD_DECLARATIONS or len(_TOLD_BAD_DECLARATIONS) >= MAX_WARNED_DECLARATIONS:
+    if not _TOLD_BAD_DECLARATIONS.first(message):
         logger.debug("context_integrity: %s (the tool is not judged until it is fixed)", message)
         return
-    _TOLD_BAD_DECLARATIONS.add(message)
     logger.error("context_integrity: %s (the tool is not judged until it is fixed)", message)
 
 

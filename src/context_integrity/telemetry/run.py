@@ -28,6 +28,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind
 from opentelemetry.util.types import AttributeValue
 
+from .._memo import ToldOnce
 from ..contracts import define_contract
 from ..contracts.toolsets import assert_suspension
 from ..findings import Finding
@@ -59,7 +60,7 @@ logger = logging.getLogger("context_integrity")
 # it). asyncio's CancelledError is told by name, whichever module raised it.
 _STOPPED_BY_THE_CALLER: Final = (KeyboardInterrupt, SystemExit, GeneratorExit)
 
-_WARNED_GROUNDS: set[tuple[str, str]] = set()
+_WARNED_GROUNDS: Final[ToldOnce[tuple[str, str]]] = ToldOnce(MAX_PENDING_CALL_IDS)
 
 
 def _warn_undeclared_grounds() -> None:
@@ -72,10 +73,8 @@ def _warn_undeclared_grounds() -> None:
     declared = CONTRACTS.names()
     for contract in CONTRACTS:
         for ground in contract.arguments_from or ():
-            key = (contract.name, ground)
-            if ground in declared or key in _WARNED_GROUNDS or len(_WARNED_GROUNDS) >= MAX_PENDING_CALL_IDS:
+            if ground in declared or not _WARNED_GROUNDS.first((contract.name, ground)):
                 continue
-            _WARNED_GROUNDS.add(key)
             logger.warning(
                 "context_integrity: tool %r names %r in arguments_from, but no tool %r is declared; "
                 "declare it (ci.declare_tool(%r) or @ci.tool) or fix the name.",
