@@ -1,4 +1,4 @@
-"""The framework runs of bench_langchain and bench_openai_agents, counted in instructions by valgrind.
+"""The framework runs of bench_langchain, bench_openai_agents and bench_pydantic_ai, counted in instructions by valgrind.
 
 The CPU-time ratios of those scripts are what their targets read, but on a shared machine two
 runs of identical sides already differ by a few percent (their "bare again" control). This
@@ -16,7 +16,7 @@ substitute for the targets' figures; they say how much work each side adds, and 
 it the spans alone (the floor) account for. Not in ``run_all.py``: it needs valgrind and
 takes about ten minutes.
 
-Run: ``python benchmarks/instructions.py [langchain] [openai_agents]`` (valgrind on the PATH).
+Run: ``python benchmarks/instructions.py [langchain] [openai_agents] [pydantic_ai]`` (valgrind on the PATH).
 """
 
 from __future__ import annotations
@@ -47,6 +47,9 @@ SIDES: dict[str, dict[str, tuple[str, ...]]] = {
     "openai_agents": {
         "the SDK's tracing only": ("bare", "floor", "armed"),
         "beside OpenInference": ("bare", "armed"),
+    },
+    "pydantic_ai": {
+        "its instrumentation on": ("without", "floor", "columns", "with"),
     },
 }
 
@@ -110,7 +113,34 @@ def _openai_agents(side: str, beside: bool, runs: int) -> None:
     asyncio.run(main())
 
 
+def _pydantic_ai(side: str, runs: int) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    import bench_pydantic_ai as bench
+    import context_integrity as ci
+    from context_integrity.integrations import pydantic_ai as integration
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(bench._Discard()))
+    ci.setup(tracer_provider=provider, check_column_types="warn", instrument=())
+    ci.declare_tool("index")
+    bench._declare(side)
+    agents = [bench._agent(provider) for _ in range(RUNS_MANY)]  # as many built in every process
+    (integration.instrument_all if side in bench.JUDGED else integration.uninstrument_all)()
+    capabilities = [bench._Floor()] if side == "floor" else None
+    for _ in range(WARM_UP):
+        agents[0].run_sync("start", capabilities=capabilities)
+    gc.collect()
+    for agent in agents[:runs]:
+        result = agent.run_sync("start", capabilities=capabilities)
+        assert result.usage.requests == bench.STEPS
+
+
 def _child(framework: str, configuration: str, side: str, runs: int) -> None:
+    if framework == "pydantic_ai":
+        _pydantic_ai(side, runs)
+        return
     beside = configuration == "beside OpenInference"
     (_langchain if framework == "langchain" else _openai_agents)(side, beside, runs)
 

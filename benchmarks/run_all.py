@@ -47,6 +47,7 @@ ORDER = (
 PARTS = {
     "bench_openai_agents": ("the SDK's tracing only", "beside OpenInference"),
     "bench_read_back": ("time", "memory"),
+    "bench_pydantic_ai": ("every seam", "columns"),
     "bench_langchain": (
         "columns",
         "every seam",
