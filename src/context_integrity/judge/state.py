@@ -231,7 +231,7 @@ class RunState:
     def open_request(self, frame: RequestFrame) -> RequestSeen:
         """Advance the epoch and measure which served results this request holds and which it lost."""
         self.epoch += 1
-        present = frozenset[str]()
+        present: frozenset[str] = frozenset()
         if self.grounds:
             self.index.sync(frame)
             present = self.index.present()
