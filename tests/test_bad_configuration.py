@@ -257,6 +257,29 @@ def test_arguments_from_naming_an_undeclared_tool_warns_at_run_start(
     assert "arguments_from" in line and "declare" in line
 
 
+def test_undeclared_grounds_are_told_once_each_and_boundedly(
+    telemetry: Telemetry, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each (tool, undeclared ground) is warned about once per process, however many runs meet it;
+    past MAX_WARNED_GROUNDS distinct ones nothing more is said or remembered."""
+    from context_integrity._memo import ToldOnce
+    from context_integrity.limits import MAX_WARNED_GROUNDS
+    from context_integrity.telemetry import run as run_module
+
+    told: ToldOnce[tuple[str, str]] = run_module._WARNED_GROUNDS
+    monkeypatch.setattr(told, "_told", set())  # this process may already have told some
+    telemetry.configure(check_column_types="warn")
+    for index in range(MAX_WARNED_GROUNDS + 1):
+        ci.declare_tool(f"lookup_{index}", arguments_from=[f"list_{index}_typo"])
+    with caplog.at_level(logging.WARNING, logger="context_integrity"):
+        for _ in range(2):
+            with ci.run("q"):
+                pass
+    warned = [r.getMessage() for r in caplog.records if "_typo' in arguments_from" in r.getMessage()]
+    assert len(warned) == MAX_WARNED_GROUNDS == len(told)
+    assert len(set(warned)) == len(warned), "a repeat is not told again"
+
+
 @pytest.mark.parametrize(
     "entries",
     [

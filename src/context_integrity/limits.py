@@ -122,6 +122,10 @@ MAX_OPEN_TRACES_READ: Final = 4096
 # must not flood the log.
 MAX_WARNED_DECLARATIONS: Final = 500
 
+# Distinct (tool, undeclared ground) pairs warned about at run start, once each per process: past it
+# nothing more is said or remembered.
+MAX_WARNED_GROUNDS: Final = 256
+
 # The local recording rotates when a write would take it past this size: the file is renamed to
 # ``<name>.1`` (replacing the previous one) and a new one begins, so a recording holds at most about
 # twice this on disk. $CONTEXT_INTEGRITY_RECORDING_MAX_BYTES overrides it, down to the minimum.

@@ -34,7 +34,7 @@ from ..contracts.toolsets import assert_suspension
 from ..findings import Finding
 from ..judge import SetupError
 from ..ledger import CheckerDeadError, LedgerRow
-from ..limits import MAX_PENDING_CALL_IDS, MAX_QUOTED_CHARS
+from ..limits import MAX_PENDING_CALL_IDS, MAX_QUOTED_CHARS, MAX_WARNED_GROUNDS
 from . import names
 from .emit import SpanEmitter, content, record_internal_error, record_judge_errors, set_content, wants_passes
 from .instrumentation import CONTRACTS, Instrumentation
@@ -60,7 +60,7 @@ logger = logging.getLogger("context_integrity")
 # it). asyncio's CancelledError is told by name, whichever module raised it.
 _STOPPED_BY_THE_CALLER: Final = (KeyboardInterrupt, SystemExit, GeneratorExit)
 
-_WARNED_GROUNDS: Final[ToldOnce[tuple[str, str]]] = ToldOnce(MAX_PENDING_CALL_IDS)
+_WARNED_GROUNDS: Final[ToldOnce[tuple[str, str]]] = ToldOnce(MAX_WARNED_GROUNDS)
 
 
 def _warn_undeclared_grounds() -> None:
