@@ -72,6 +72,16 @@ def get_row(i: int) -> list[dict[str, Any]]:
     return [{"id": i, "name": f"row{i}", "email": f"u{i}@example.com"}]
 
 
+@tool
+def list_ids() -> list[int]:
+    """List the row ids."""  # offered, never called: the ground get_row declares in "every seam"
+    return list(range(STEPS))
+
+
+# Every side offers both tools, so the model is sent the same tool list whichever side runs.
+TOOLS = [get_row, list_ids]
+
+
 class SpansOnly(AgentMiddleware[Any, Any, Any]):
     """The floor: the GenAI spans an integration must open for LangChain, and nothing else."""
 
@@ -161,7 +171,7 @@ def _agent(variant: str) -> Any:
         middleware = [SpansOnly()]
     else:
         middleware = [integration.ContextIntegrityMiddleware()]
-    return create_agent(_script(), tools=[get_row], middleware=middleware)
+    return create_agent(_script(), tools=TOOLS, middleware=middleware)
 
 
 def _one_run(variant: str, host_spans: int = 0) -> tuple[float, float]:
@@ -228,6 +238,7 @@ def main(rounds: int = 100) -> tuple[float, float, float, float]:
     provider.add_span_processor(SimpleSpanProcessor(_Discard()))
     # instrument=(): setup() would otherwise arm the framework for the bare side too; the judged side adds the middleware itself.
     ci.setup(tracer_provider=provider, check_column_types="warn", instrument=())
+    ci.declare_tool("list_ids")  # the ground the every-seam side names
     print(f"LangChain create_agent, {STEPS} tool steps + answer, {rounds} rounds (interleaved)")
     print("no telemetry on the bare side (LangChain has none of its own): every span is ours")
     alone = _measure(rounds, ("bare", "spans only", "columns", "every seam", CONTROL), host_spans=0)
@@ -246,7 +257,7 @@ def main(rounds: int = 100) -> tuple[float, float, float, float]:
     try:
         exported = _Discard.exported
         remove_run_ends()
-        agent = create_agent(_script(), tools=[get_row])
+        agent = create_agent(_script(), tools=TOOLS)
         agent.invoke({"messages": [{"role": "user", "content": "fetch 20 rows"}]})
         host_spans = _Discard.exported - exported
         print(
