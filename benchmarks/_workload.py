@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import context_integrity as ci
 from context_integrity import demo
-from context_integrity.telemetry.file_export import OtlpJsonLinesSpanExporter
+from context_integrity.telemetry.export.file_export import OtlpJsonLinesSpanExporter
 
 # Larger than any recording a benchmark writes (10,000 demo runs are about 150 MB).
 _NEVER_ROTATED = 1 << 40

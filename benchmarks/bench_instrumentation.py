@@ -28,7 +28,7 @@ from opentelemetry.trace import SpanKind
 
 import context_integrity as ci
 from _harness import Measure, ratio, rounds_of, show
-from context_integrity.telemetry import names
+from context_integrity.telemetry.schema import names
 
 ONE_ROW_TARGET, FIFTY_ROWS_TARGET = 1.5, 1.3
 COLUMNS = {

@@ -45,7 +45,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, Sp
 import context_integrity as ci
 from context_integrity.integrations import langchain as integration
 from context_integrity.integrations._langchain_runs import remove_run_ends
-from context_integrity.telemetry import names
+from context_integrity.telemetry.schema import names
 from context_integrity.telemetry.setup import current
 
 STEPS = 20

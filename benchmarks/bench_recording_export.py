@@ -21,7 +21,7 @@ from pathlib import Path
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
 from _workload import demo_spans, interleaved
-from context_integrity.telemetry.file_export import OtlpJsonLinesSpanExporter, to_otlp_json
+from context_integrity.telemetry.export.file_export import OtlpJsonLinesSpanExporter, to_otlp_json
 
 TARGET = 1.5
 RUNS_PER_BATCH = 100  # 5 spans a run: about the SDK batch processor's 512-span batch

@@ -19,7 +19,7 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from _workload import demo_spans, interleaved
 from context_integrity import demo
 from context_integrity.judge import REGISTERED_CHECKS
-from context_integrity.telemetry import names
+from context_integrity.telemetry.schema import names
 
 TARGET_BYTES = 3 * 1024
 

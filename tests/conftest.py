@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import context_integrity as ci
-from context_integrity.telemetry import names
+from context_integrity.telemetry.schema import names
 from context_integrity.telemetry.setup import CONTRACTS
 
 README = Path(__file__).resolve().parents[1] / "README.md"

@@ -33,10 +33,13 @@ from context_integrity.findings import (
 )
 from context_integrity.judge import REGISTERED_CHECKS
 from context_integrity.ledger import DispositionLedger, LedgerRow
-from context_integrity.telemetry import names
-from context_integrity.telemetry.file_export import OtlpJsonLinesMetricExporter, OtlpJsonLinesSpanExporter
+from context_integrity.telemetry.export.file_export import (
+    OtlpJsonLinesMetricExporter,
+    OtlpJsonLinesSpanExporter,
+)
 from context_integrity.telemetry.schema import (
     finding_attributes,
+    names,
     summary_attributes,
 )
 

@@ -264,7 +264,7 @@ def test_undeclared_grounds_are_told_once_each_and_boundedly(
     past MAX_WARNED_GROUNDS distinct ones nothing more is said or remembered."""
     from context_integrity._memo import ToldOnce
     from context_integrity.limits import MAX_WARNED_GROUNDS
-    from context_integrity.telemetry import run as run_module
+    from context_integrity.telemetry.run import lifecycle as run_module
 
     told: ToldOnce[tuple[str, str]] = run_module._WARNED_GROUNDS
     monkeypatch.setattr(told, "_told", set())  # this process may already have told some

@@ -27,7 +27,7 @@ from context_integrity.judge import seams as judge_module
 from context_integrity.judge.registry import REGISTRY, RegisteredCheck
 from context_integrity.ledger import CheckerDeadError, CheckId, DispositionLedger
 from context_integrity.loop import Message, RequestFrame
-from context_integrity.telemetry import names
+from context_integrity.telemetry.schema import names
 
 ROTTED = CheckId("duplicate-execution", "write")
 

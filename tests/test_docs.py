@@ -13,7 +13,7 @@ from pathlib import Path
 
 import context_integrity as ci
 from context_integrity.judge import REGISTERED_CHECKS
-from context_integrity.telemetry import names
+from context_integrity.telemetry.schema import names
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()

@@ -23,10 +23,10 @@ from context_integrity.judge import ContractBook, Dials, RunJudge
 from context_integrity.judge import seams as seams_module
 from context_integrity.judge.seams import unjudged_refusal
 from context_integrity.ledger import LedgerRow
-from context_integrity.telemetry import names
-from context_integrity.telemetry import tool_call as tool_call_module
 from context_integrity.telemetry.emit import SpanEmitter
-from context_integrity.telemetry.run_context import CarryingExecutor
+from context_integrity.telemetry.run import tool_call as tool_call_module
+from context_integrity.telemetry.run.context import CarryingExecutor
+from context_integrity.telemetry.schema import names
 
 BAD_ROWS = [{"lun": ""}]
 

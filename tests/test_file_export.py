@@ -59,12 +59,12 @@ from context_integrity.recording.otlp_json import (
     SPAN_ID_HEX_CHARS,
     TRACE_ID_HEX_CHARS,
 )
-from context_integrity.telemetry import names
-from context_integrity.telemetry.file_export import (
+from context_integrity.telemetry.export.file_export import (
     OtlpJsonLinesLogExporter,
     OtlpJsonLinesMetricExporter,
     OtlpJsonLinesSpanExporter,
 )
+from context_integrity.telemetry.schema import names
 
 VALUE_KEYS = {
     "stringValue",

@@ -39,8 +39,8 @@ from context_integrity.ledger import CheckId, DispositionLedger
 from context_integrity.limits import FIND_MAX_LEDGERS, FIND_MAX_LIMIT
 from context_integrity.recording import read_recording
 from context_integrity.report.find import call_tool, filable_kinds, find_context_errors, tool_definition
-from context_integrity.telemetry import names
-from context_integrity.telemetry.file_export import OtlpJsonLinesSpanExporter
+from context_integrity.telemetry.export.file_export import OtlpJsonLinesSpanExporter
+from context_integrity.telemetry.schema import names
 
 # ── Writing the three formats from one real instrumented run ────────────
 

@@ -118,15 +118,15 @@ def test_the_sdk_users_are_found() -> None:
     users = _sdk_users()
     assert {
         f"{PACKAGE}.telemetry.setup",
-        f"{PACKAGE}.telemetry.run",
-        f"{PACKAGE}.telemetry.pipeline",
+        f"{PACKAGE}.telemetry.run.lifecycle",
+        f"{PACKAGE}.telemetry.export.pipeline",
     } <= users
-    assert f"{PACKAGE}.telemetry.names" not in users
+    assert f"{PACKAGE}.telemetry.schema.names" not in users
 
 
 def test_reading_back_never_imports_the_sdk() -> None:
     forbidden = ("opentelemetry", *_sdk_users())
-    assert _violations(_sources("recording", "report"), forbidden) == []
+    assert _violations(_sources("recording", "report", "traces"), forbidden) == []
 
 
 def test_the_layer_test_sees_a_violation() -> None:

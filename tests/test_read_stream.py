@@ -40,8 +40,8 @@ from context_integrity.judge import REGISTERED_CHECKS
 from context_integrity.limits import MAX_LISTED_PROBLEMS
 from context_integrity.recording import RecordingStream, read_recording, read_recording_text, reader
 from context_integrity.report import format_report, write_report
-from context_integrity.telemetry import names
-from context_integrity.telemetry.file_export import OtlpJsonLinesSpanExporter
+from context_integrity.telemetry.export.file_export import OtlpJsonLinesSpanExporter
+from context_integrity.telemetry.schema import names
 
 
 def record_runs(path: Path, runs: int, *, per_line: int = 10, summaries: bool = True) -> None:

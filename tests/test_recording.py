@@ -67,9 +67,11 @@ from context_integrity.recording import FindingRecord, Recording, read_recording
 from context_integrity.recording import otlp_json as otlp
 from context_integrity.report import format_report
 from context_integrity.report import text as report_text
-from context_integrity.telemetry import names
-from context_integrity.telemetry.file_export import OtlpJsonLinesMetricExporter, OtlpJsonLinesSpanExporter
-from context_integrity.telemetry.schema import COUNT_FIELDS
+from context_integrity.telemetry.export.file_export import (
+    OtlpJsonLinesMetricExporter,
+    OtlpJsonLinesSpanExporter,
+)
+from context_integrity.telemetry.schema import COUNT_FIELDS, names
 
 
 @pytest.fixture(scope="module")

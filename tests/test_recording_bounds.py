@@ -39,10 +39,10 @@ from context_integrity.limits import MAX_RECORDING_BYTES, MIN_RECORDING_BYTES
 from context_integrity.paths import RECORDING_ENV_VAR, rotated_path
 from context_integrity.recording import read_recording, read_recording_text
 from context_integrity.report import format_report
-from context_integrity.telemetry import names
-from context_integrity.telemetry.file_export import OtlpJsonLinesSpanExporter
-from context_integrity.telemetry.recording_file import RECORDING_MAX_BYTES_ENV_VAR, RecordingFile
-from context_integrity.telemetry.recording_processor import RecordingSpanProcessor
+from context_integrity.telemetry.export.file_export import OtlpJsonLinesSpanExporter
+from context_integrity.telemetry.export.recording_file import RECORDING_MAX_BYTES_ENV_VAR, RecordingFile
+from context_integrity.telemetry.export.recording_processor import RecordingSpanProcessor
+from context_integrity.telemetry.schema import names
 
 ROOT = Path(__file__).resolve().parents[1]
 SPANS_PER_DEMO_RUN = 5  # the run, three tool calls, the summary
@@ -187,7 +187,7 @@ APPENDER = """
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from context_integrity.telemetry.file_export import OtlpJsonLinesSpanExporter
+    from context_integrity.telemetry.export.file_export import OtlpJsonLinesSpanExporter
     path, who, lines, max_bytes = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     memory = InMemorySpanExporter()
     provider = TracerProvider(resource=Resource.create({"service.name": who}))

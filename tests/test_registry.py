@@ -30,7 +30,7 @@ from context_integrity.judge.registry import ledger_table
 from context_integrity.judge.state import ResponseSeen, RunState
 from context_integrity.ledger import CheckId
 from context_integrity.loop import ModelResponse, RequestFrame, ToolCall, ToolDefinition
-from context_integrity.telemetry import names
+from context_integrity.telemetry.schema import names
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -12,7 +12,7 @@ import json
 import re
 from pathlib import Path
 
-from context_integrity.telemetry import names
+from context_integrity.telemetry.schema import names
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()

@@ -37,9 +37,9 @@ if TYPE_CHECKING:
     from .ledger import CheckerDeadError, LedgerRow
     from .loop import Message, ModelResponse, RequestFrame, ToolCall, ToolDefinition
     from .telemetry.instrumentation import Instrumentation
-    from .telemetry.model_call import ModelCall
-    from .telemetry.run import Run, run
-    from .telemetry.run_context import carry_run, current_run
+    from .telemetry.run.context import carry_run, current_run
+    from .telemetry.run.lifecycle import Run, run
+    from .telemetry.run.model_call import ModelCall
     from .telemetry.setup import flush, setup, shutdown
 
 # name -> the module that owns it
@@ -60,11 +60,11 @@ _HOMES: dict[str, str] = {
     "semantic": "contracts.semantic",
     "install_wire_reader": "integrations.wire",
     # runs and the loop protocol
-    "run": "telemetry.run",
-    "current_run": "telemetry.run_context",
-    "Run": "telemetry.run",
-    "ModelCall": "telemetry.model_call",
-    "carry_run": "telemetry.run_context",
+    "run": "telemetry.run.lifecycle",
+    "current_run": "telemetry.run.context",
+    "Run": "telemetry.run.lifecycle",
+    "ModelCall": "telemetry.run.model_call",
+    "carry_run": "telemetry.run.context",
     "RequestFrame": "loop",
     "Message": "loop",
     "ToolDefinition": "loop",

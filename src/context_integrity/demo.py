@@ -26,7 +26,7 @@ from .checks.column_types import COLUMN_TYPE_CEILING
 from .findings import Finding
 from .integrations.functions import tool
 from .ledger import LedgerRow
-from .telemetry.run import Run, run
+from .telemetry.run.lifecycle import Run, run
 from .telemetry.setup import current, flush, setup
 
 AGENT_NAME = "storage-triage"

@@ -33,7 +33,7 @@ from .integrations.functions import declare_claims, tool
 from .integrations.wire import WireReader, install_wire_reader
 from .ledger import LedgerRow
 from .loop import Message, ModelResponse, RequestFrame, ToolCall, ToolDefinition
-from .telemetry.run import Run, run
+from .telemetry.run.lifecycle import Run, run
 
 WWPN = "c0:50:76:0a:11:7e:00:10"
 MODEL = "scripted-model"

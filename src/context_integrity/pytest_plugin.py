@@ -42,7 +42,7 @@ def _wanted(config: pytest.Config) -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     if not _wanted(config):
         return
-    from .telemetry.posture import force_posture, on_checker_dead
+    from .telemetry.run.posture import force_posture, on_checker_dead
 
     dead: list[CheckerDeadError] = []
     force_posture("dev")
@@ -71,7 +71,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(_STATE_KEY, None)
     if state is None:
         return
-    from .telemetry.posture import force_posture
+    from .telemetry.run.posture import force_posture
 
     state[1]()
     force_posture(None)

@@ -2,7 +2,7 @@
 
 None of the collector, Jaeger, Tempo or Grafana can run on the project's machines, so these tests
 check what those programs consume. Every expected name is read from
-``context_integrity.telemetry.names`` (or ``findings.KINDS``), never retyped.
+``context_integrity.telemetry.schema.names`` (or ``findings.KINDS``), never retyped.
 
 The laws under test:
 
@@ -38,7 +38,7 @@ import pytest
 from opentelemetry.sdk.resources import SERVICE_NAME
 
 from context_integrity.findings import KINDS
-from context_integrity.telemetry import names
+from context_integrity.telemetry.schema import names
 
 from ._files import (
     ALERTMANAGER_FILE,

@@ -37,7 +37,7 @@ from tests.conftest import Telemetry
 from tests.frameworks.required import every_framework
 
 import context_integrity as ci
-from context_integrity.telemetry import names
+from context_integrity.telemetry.schema import names
 
 every_framework()
 

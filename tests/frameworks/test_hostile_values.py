@@ -39,7 +39,7 @@ from tests.hostile import HostileRow, Unprintable
 import context_integrity as ci
 from context_integrity.judge.registry import REGISTRY
 from context_integrity.limits import MAX_ATTRIBUTE_CHARS, MAX_STACKTRACE_CHARS
-from context_integrity.telemetry import names
+from context_integrity.telemetry.schema import names
 
 every_framework()
 

@@ -56,7 +56,7 @@ from context_integrity.integrations import langchain as integration
 from context_integrity.judge.registry import REGISTRY, RegisteredCheck
 from context_integrity.judge.seams import unjudged_refusal
 from context_integrity.ledger import CheckerDeadError, CheckId
-from context_integrity.telemetry import names
+from context_integrity.telemetry.schema import names
 from context_integrity.telemetry.setup import CONTRACTS
 
 LUN_ROWS: list[dict[str, Any]] = [{"logical_unit_number": ""}, {"logical_unit_number": 3}]

@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 import context_integrity as ci
 from context_integrity.integrations import langchain as integration
-from context_integrity.telemetry import names
+from context_integrity.telemetry.schema import names
 
 QUESTION = [{"role": "user", "content": "is fc1/3 healthy?"}]
 

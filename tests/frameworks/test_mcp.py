@@ -35,7 +35,7 @@ from context_integrity.contracts.meta import (
     read_contract_meta,
 )
 from context_integrity.contracts.results import judged_value
-from context_integrity.telemetry import names
+from context_integrity.telemetry.schema import names
 from context_integrity.telemetry.setup import CONTRACTS
 
 try:

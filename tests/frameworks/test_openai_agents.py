@@ -32,7 +32,7 @@ from tests.conftest import Telemetry, run_readme_example
 
 import context_integrity as ci
 from context_integrity.checks.unsupported_argument import ArmedCall, check_unsupported_arguments
-from context_integrity.telemetry import names
+from context_integrity.telemetry.schema import names
 
 agents = pytest.importorskip("agents") if not os.environ.get("CI") else __import__("agents")
 

@@ -21,7 +21,7 @@ import pytest
 from tests.conftest import Telemetry
 
 import context_integrity as ci
-from context_integrity.telemetry import names
+from context_integrity.telemetry.schema import names
 from context_integrity.telemetry.setup import CONTRACTS
 
 if os.environ.get("CI"):

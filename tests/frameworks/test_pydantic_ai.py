@@ -56,8 +56,8 @@ from context_integrity.integrations import pydantic_ai as integration
 from context_integrity.integrations import supported_names
 from context_integrity.judge.seams import RunJudge
 from context_integrity.loop import frame_ground
-from context_integrity.telemetry import names
-from context_integrity.telemetry.pipeline import sdk_provider_of
+from context_integrity.telemetry.export.pipeline import sdk_provider_of
+from context_integrity.telemetry.schema import names
 
 ROOT = Path(__file__).resolve().parents[2]
 LUN_ROWS: list[dict[str, Any]] = [

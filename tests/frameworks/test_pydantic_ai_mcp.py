@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 from tests.conftest import Telemetry
 
 import context_integrity as ci
-from context_integrity.telemetry import names
+from context_integrity.telemetry.schema import names
 from context_integrity.telemetry.setup import CONTRACTS
 
 try:

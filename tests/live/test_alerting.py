@@ -31,7 +31,7 @@ import pytest
 import yaml
 
 from context_integrity import demo
-from context_integrity.telemetry import names
+from context_integrity.telemetry.schema import names
 
 from ._services import (
     REPO,

@@ -32,7 +32,8 @@ import pytest
 
 from context_integrity import demo
 from context_integrity.judge import REGISTERED_CHECKS
-from context_integrity.telemetry import names, schema
+from context_integrity.telemetry import schema
+from context_integrity.telemetry.schema import names
 
 from ._services import (
     ARTIFACTS,
@@ -403,7 +404,7 @@ def annotated(phoenix: Phoenix) -> Iterator[Annotated]:
 
 
 def test_each_finding_reads_back_from_phoenix_as_a_code_annotation_on_its_span(annotated: Annotated) -> None:
-    from context_integrity.telemetry.phoenix import ANNOTATOR_KIND
+    from context_integrity.telemetry.export.phoenix import ANNOTATOR_KIND
 
     disks = annotated.spans[names.tool_span_name("disks")]
     findings = _findings(disks)

@@ -33,7 +33,7 @@ import context_integrity as ci
 from context_integrity.contracts import read_result
 from context_integrity.contracts.meta import META_KEY, WARNED
 from context_integrity.contracts.results import judged_value
-from context_integrity.telemetry import names
+from context_integrity.telemetry.schema import names
 from context_integrity.telemetry.setup import CONTRACTS
 
 try:

@@ -29,7 +29,7 @@ from tests.conftest import Telemetry
 import context_integrity as ci
 from context_integrity import Message, ModelResponse, RequestFrame, ToolCall, ToolDefinition
 from context_integrity.judge import REGISTERED_CHECKS
-from context_integrity.telemetry import names
+from context_integrity.telemetry.schema import names
 
 MODEL = "scripted-1"
 CHAT = names.chat_span_name(MODEL)

@@ -63,7 +63,8 @@ from context_integrity.loop import (
     ToolDefinition,
     frame_ground,
 )
-from context_integrity.telemetry import names, schema
+from context_integrity.telemetry import schema
+from context_integrity.telemetry.schema import names
 
 MODEL = "scripted-1"
 CHAT = names.chat_span_name(MODEL)

@@ -25,7 +25,7 @@ from context_integrity.checks.empty_lookup import EMPTY_LOOKUP_CEILING
 from context_integrity.checks.unsupported_argument import UNSUPPORTED_ARGUMENT_CEILING
 from context_integrity.judge import REGISTERED_CHECKS
 from context_integrity.recording import read_recording
-from context_integrity.telemetry import names
+from context_integrity.telemetry.schema import names
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "hand_written_loop.py"

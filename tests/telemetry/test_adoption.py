@@ -23,7 +23,7 @@ from tests.conftest import Telemetry
 
 import context_integrity as ci
 from context_integrity.loop import Message, RequestFrame, ToolCall, ToolDefinition
-from context_integrity.telemetry import names
+from context_integrity.telemetry.schema import names
 
 LUN_ROWS = [{"logical_unit_number": ""}, {"logical_unit_number": 3}]
 GEN_AI_AGENT = {names.GEN_AI_OPERATION_NAME: names.OPERATION_INVOKE_AGENT}

@@ -6,8 +6,8 @@ from tests.conftest import Telemetry
 
 import context_integrity as ci
 from context_integrity.limits import MAX_ATTRIBUTE_CHARS
-from context_integrity.telemetry import names
 from context_integrity.telemetry.emit import clipped
+from context_integrity.telemetry.schema import names
 
 
 def test_clipped_cuts_strings_and_strings_in_sequences_and_leaves_the_rest() -> None:

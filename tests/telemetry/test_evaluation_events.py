@@ -14,8 +14,8 @@ from opentelemetry.sdk.trace import ReadableSpan
 from tests.conftest import Telemetry
 
 import context_integrity as ci
-from context_integrity.telemetry import names
 from context_integrity.telemetry.emit import REDACTED
+from context_integrity.telemetry.schema import names
 
 SECRET = "sk-live-SECRET-0123456789"
 KIND = "column-type-mismatch"

@@ -24,9 +24,9 @@ from tests.conftest import Telemetry
 
 import context_integrity as ci
 from context_integrity.limits import MAX_ATTRIBUTE_CHARS, MAX_STACKTRACE_CHARS
-from context_integrity.telemetry import names
 from context_integrity.telemetry.emit import REDACTED
-from context_integrity.telemetry.run_summary import ABANDONED
+from context_integrity.telemetry.run.summary import ABANDONED
+from context_integrity.telemetry.schema import names
 
 HUGE = 200_000
 SECRET = "sk-live-SECRET-0123456789"

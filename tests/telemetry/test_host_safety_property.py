@@ -17,7 +17,7 @@ from tests.conftest import Telemetry
 from tests.hostile import HostileRow, Unprintable
 
 import context_integrity as ci
-from context_integrity.telemetry import names
+from context_integrity.telemetry.schema import names
 
 scalars = st.one_of(
     st.none(),

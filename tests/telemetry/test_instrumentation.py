@@ -28,7 +28,8 @@ from context_integrity.judge import COLUMN_DIALS, REGISTERED_CHECKS
 from context_integrity.judge import registry as judge_module
 from context_integrity.judge.seams import unjudged_refusal
 from context_integrity.ledger import ROW_FIELDS
-from context_integrity.telemetry import names, schema
+from context_integrity.telemetry import schema
+from context_integrity.telemetry.schema import names
 
 LUN_ROWS = [
     {"host_group": "vdi-a", "logical_unit_number": ""},

@@ -21,7 +21,7 @@ from tests.conftest import Telemetry
 import context_integrity as ci
 from context_integrity.limits import MAX_PENDING_CALL_IDS
 from context_integrity.loop import Message, RequestFrame, ToolCall, ToolDefinition
-from context_integrity.telemetry import names
+from context_integrity.telemetry.schema import names
 
 CHAT = names.chat_span_name("model")
 

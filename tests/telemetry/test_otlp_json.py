@@ -36,8 +36,8 @@ from opentelemetry.trace import (
 )
 from opentelemetry.trace.span import NonRecordingSpan
 
-from context_integrity.telemetry.file_export import to_otlp_json
-from context_integrity.telemetry.otlp_json import spans_document
+from context_integrity.telemetry.export.file_export import to_otlp_json
+from context_integrity.telemetry.export.otlp_json import spans_document
 
 texts = st.text(max_size=12)
 # NaN as Python spells it: OTLP/JSON writes "NaN" and cannot carry another NaN's payload bits.

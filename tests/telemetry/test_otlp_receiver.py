@@ -34,7 +34,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from context_integrity.telemetry import names
+from context_integrity.telemetry.schema import names
 
 ROOT = Path(__file__).resolve().parents[2]
 _CODECS: dict[str, tuple[type[Message], type[Message]]] = {

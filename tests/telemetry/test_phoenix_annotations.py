@@ -23,8 +23,12 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 from tests.conftest import Telemetry
 
 import context_integrity as ci
-from context_integrity.telemetry import names
-from context_integrity.telemetry.phoenix import ANNOTATIONS_PATH, ANNOTATOR_KIND, PhoenixAnnotationExporter
+from context_integrity.telemetry.export.phoenix import (
+    ANNOTATIONS_PATH,
+    ANNOTATOR_KIND,
+    PhoenixAnnotationExporter,
+)
+from context_integrity.telemetry.schema import names
 from context_integrity.telemetry.setup import VERSION
 
 

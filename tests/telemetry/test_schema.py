@@ -27,8 +27,9 @@ from context_integrity.judge import REGISTERED_CHECKS
 from context_integrity.ledger import ROW_FIELDS, CheckId, LedgerRow
 from context_integrity.limits import MAX_ATTRIBUTE_CHARS
 from context_integrity.recording import otlp_json
-from context_integrity.telemetry import names, schema
-from context_integrity.telemetry.file_export import spans_document
+from context_integrity.telemetry import schema
+from context_integrity.telemetry.export.file_export import spans_document
+from context_integrity.telemetry.schema import names
 from context_integrity.text import clip
 
 texts = st.text(max_size=40) | st.text(min_size=MAX_ATTRIBUTE_CHARS - 2, max_size=MAX_ATTRIBUTE_CHARS + 40)

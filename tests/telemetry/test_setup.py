@@ -28,7 +28,7 @@ from tests.conftest import Telemetry
 import context_integrity as ci
 from context_integrity.judge import REGISTERED_CHECKS
 from context_integrity.recording import read_recording
-from context_integrity.telemetry import names
+from context_integrity.telemetry.schema import names
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -22,8 +22,8 @@ from langchain_core.tracers import context as lc_tracer_context
 from ..ledger import CheckerDeadError
 from ..limits import MAX_OPEN_HOST_RUNS
 from ..telemetry.emit import record_internal_error
-from ..telemetry.run import Run
-from ..telemetry.run_context import current_run
+from ..telemetry.run.context import current_run
+from ..telemetry.run.lifecycle import Run
 from . import _langchain_frames as frames
 from ._langchain_frames import declare_tools
 

@@ -22,8 +22,8 @@ from .._memo import IdentityMemo
 from ..contracts import define_contract
 from ..judge.seams import unjudged_refusal
 from ..telemetry.emit import record_internal_error
+from ..telemetry.run.tool_call import ToolScope, enforced_without_a_judge
 from ..telemetry.setup import CONTRACTS
-from ..telemetry.tool_call import ToolScope, enforced_without_a_judge
 from . import _langchain_mcp
 from ._langchain_runs import AgentRun, openinference_span, tool_call_var
 

@@ -18,7 +18,7 @@ from agents.tracing import Span as SdkSpan
 from agents.tracing import Trace, add_trace_processor, get_trace_provider, set_trace_processors
 
 from ..telemetry.emit import record_internal_error
-from ..telemetry.run_context import current_run
+from ..telemetry.run.context import current_run
 from ..telemetry.spans import foreign_current_span
 from . import _openai_agents_mcp as _mcp
 from ._openai_agents_run import (

@@ -29,14 +29,19 @@ from agents.tracing import SpanError, get_current_span
 
 from ..contracts import ToolContract, define_contract
 from ..loop import ToolDefinition
-from ..telemetry import names
 from ..telemetry.emit import record_internal_error
-from ..telemetry.model_call import ModelCall
-from ..telemetry.run import Run
-from ..telemetry.run_context import current_run
+from ..telemetry.run.context import current_run
+from ..telemetry.run.lifecycle import Run
+from ..telemetry.run.model_call import ModelCall
+from ..telemetry.run.tool_call import (
+    ToolScope,
+    enforced_without_a_judge,
+    judge_reported_result,
+    unopened_call,
+)
+from ..telemetry.schema import names
 from ..telemetry.setup import CONTRACTS
 from ..telemetry.spans import foreign_current_span
-from ..telemetry.tool_call import ToolScope, enforced_without_a_judge, judge_reported_result, unopened_call
 from . import _openai_agents_items as items
 from . import _openai_agents_mcp as _mcp
 from ._offered import SameTools

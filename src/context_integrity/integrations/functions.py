@@ -1,6 +1,6 @@
 """The plain-function integration: ``@tool`` and ``declare_tool``.
 
-A decorated function is a tool whose every call is a :class:`~context_integrity.telemetry.tool_call.ToolScope`:
+A decorated function is a tool whose every call is a :class:`~context_integrity.telemetry.run.tool_call.ToolScope`:
 an ``execute_tool {name}`` span (the host's, when a framework already opened it for this call)
 whose result is judged at the write seam before the caller receives it. ``declare_tool`` declares
 a tool this application did not write, by name. Both raise only at definition, for a bad
@@ -21,8 +21,8 @@ from .._memo import ToldOnce
 from ..contracts import DeclarationError, ToolContract, define_contract
 from ..contracts.claims import ClaimsContract, define_claims
 from ..limits import MAX_ATTRIBUTE_CHARS, MAX_WARNED_DECLARATIONS
+from ..telemetry.run.tool_call import ToolScope, unopened_call
 from ..telemetry.setup import CONTRACTS
-from ..telemetry.tool_call import ToolScope, unopened_call
 from ..text import clip
 
 logger = logging.getLogger("context_integrity")

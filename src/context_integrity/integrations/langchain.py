@@ -45,7 +45,7 @@ from langchain_core.tools import BaseTool
 
 from ..loop import content_text
 from ..telemetry.emit import record_internal_error
-from ..telemetry.model_call import ModelCall
+from ..telemetry.run.model_call import ModelCall
 from . import _langchain_frames as frames
 from ._langchain_frames import METADATA_KEY, declare_tools
 from ._langchain_runs import (

@@ -34,8 +34,8 @@ from ..contracts.meta import (
 )
 from ..contracts.results import judged_value
 from ..telemetry.emit import record_internal_error
+from ..telemetry.run.tool_call import ToolScope
 from ..telemetry.setup import CONTRACTS
-from ..telemetry.tool_call import ToolScope
 
 logger = logging.getLogger("context_integrity")
 

@@ -7,7 +7,7 @@ The capability has a fixed ``id``, so a copy on the agent and a copy per run nev
 
 Where each seam is fed from:
 
-- the run: ``wrap_run`` opens a :class:`~context_integrity.telemetry.run.Run` on pydantic-ai's own
+- the run: ``wrap_run`` opens a :class:`~context_integrity.telemetry.run.lifecycle.Run` on pydantic-ai's own
   ``invoke_agent`` span when its instrumentation is on (else on ours) and ends it with the host's
   run, so exactly one summary lands under it. A ``ci.run`` the user wrote around the host run is
   joined (its judge, its summary), never doubled; an agent run inside a tool is its own run.
@@ -71,10 +71,10 @@ from pydantic_ai.tools import ToolDefinition as PaiToolDefinition
 from ..contracts import define_contract
 from ..ledger import CheckerDeadError
 from ..telemetry.emit import record_internal_error
-from ..telemetry.run import ModelCall, Run, ToolScope, current_run
+from ..telemetry.run.lifecycle import ModelCall, Run, ToolScope, current_run
+from ..telemetry.run.tool_call import unopened_call
 from ..telemetry.setup import CONTRACTS
 from ..telemetry.spans import AGENT, CHAT, TOOL, find_host_span
-from ..telemetry.tool_call import unopened_call
 from . import _pydantic_ai_mcp as _mcp
 from ._pydantic_ai_declarations import METADATA_KEY, AgentDeclarations, declare_agent_tools
 from ._pydantic_ai_messages import MessageCache, answer_text, frame_of, response_of

@@ -35,7 +35,7 @@ from typing import Any, Final
 
 from ..judge import SetupError
 from ..telemetry.emit import record_internal_error
-from ..telemetry.model_call import current_model_call
+from ..telemetry.run.model_call import current_model_call
 from ..telemetry.setup import CONTRACTS
 
 OPENAI_CHAT: Final = "OpenAI chat completions request body"

@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from ..telemetry import names
+from ..telemetry.schema import names
 from ..text import clip
 from .model import FindingRecord, RunRecord, ToolCallRecord
 from .spans import SpanRead, Summary, is_tool_call

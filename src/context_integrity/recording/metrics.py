@@ -6,7 +6,7 @@ import json
 import math
 from collections.abc import Callable
 
-from ..telemetry import names
+from ..telemetry.schema import names
 from .model import FindingCountKey
 from .otlp_json import RESOURCE_METRICS, TEMPORALITY_DELTA, as_list, as_object, attributes, double, int64
 

@@ -2,7 +2,7 @@
 
 Every attribute is decoded by the partner of the function that encoded it
 (:mod:`context_integrity.telemetry.schema`), and every name comes from
-:mod:`context_integrity.telemetry.names`, so the writer and the reader cannot
+:mod:`context_integrity.telemetry.schema.names`, so the writer and the reader cannot
 drift apart silently.
 
 The file is read line by line and never held: each line is parsed, what the
@@ -30,7 +30,8 @@ from ..paths import (
     XDG_STATE_HOME_VAR,
     rotated_path,
 )
-from ..telemetry import names, schema
+from ..telemetry import schema
+from ..telemetry.schema import names
 from ..text import clip
 from .assembly import Assembler
 from .metrics import FindingCounter

@@ -14,7 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from ..telemetry import names, schema
+from ..telemetry import schema
+from ..telemetry.schema import names
 from ..text import clip, plural
 from .model import FindingRecord, RunRecord, ToolCallRecord
 from .otlp_json import (

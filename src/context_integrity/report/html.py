@@ -15,8 +15,7 @@ from typing import Final
 
 from ..ledger import ROW_FIELDS
 from ..recording.model import FindingRecord, Recording, RunRecord, ToolCallRecord, row_untouched
-from ..telemetry import names
-from ..telemetry.schema import COUNT_FIELDS, LAST_FIRED_FIELD
+from ..telemetry.schema import COUNT_FIELDS, LAST_FIRED_FIELD, names
 from ..text import plural
 
 _STYLE: Final = """

@@ -20,8 +20,7 @@ from typing import Final, TextIO
 from ..ledger import ROW_FIELDS
 from ..recording.model import FindingRecord, Recording, RunRecord, ToolCallRecord
 from ..recording.reader import RecordingStream
-from ..telemetry import names
-from ..telemetry.schema import COUNT_FIELDS, LAST_FIRED_FIELD, ROW_IDENTITY
+from ..telemetry.schema import COUNT_FIELDS, LAST_FIRED_FIELD, ROW_IDENTITY, names
 from ..text import plural
 
 _WIDTH: Final = 100

@@ -24,9 +24,9 @@ from ..findings import ExternalGrounding, Finding, kinds_of
 from ..ledger import CheckId
 from ..limits import MAX_ATTRIBUTE_CHARS, MAX_STACKTRACE_CHARS, MAX_STACKTRACE_FRAMES
 from ..text import bounded_json, clip, render_value
-from . import names
-from .attributes import finding_attributes
 from .instrumentation import instrumentation_version
+from .schema import names
+from .schema.attributes import finding_attributes
 
 if TYPE_CHECKING:
     from ..judge import RunJudge

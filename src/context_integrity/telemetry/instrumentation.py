@@ -20,11 +20,11 @@ from opentelemetry.trace import Tracer
 
 from ..judge import ContractBook, Dials
 from ..limits import EXIT_FLUSH_MILLIS
-from .bounded import TallyingSpanExporter, flush_all, say_unsent, within
-from .options import ExporterOptions
+from .export.bounded import TallyingSpanExporter, flush_all, say_unsent, within
+from .export.options import ExporterOptions
 
 if TYPE_CHECKING:
-    from .processor import DispositionSpanProcessor
+    from .run.processor import DispositionSpanProcessor
 
 logger = logging.getLogger("context_integrity")
 

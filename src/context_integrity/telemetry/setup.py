@@ -27,10 +27,10 @@ from ..judge import Dials, SetupError
 from ..judge.dials import dial_parameters, dial_specs, dials_doc, unknown_option
 from ..limits import EXIT_FLUSH_MILLIS
 from .arming import AUTO, arm_integrations, disarm_all, selected_integrations
+from .export.options import refuse_changed, validated_options
+from .export.pipeline import build
 from .instrumentation import CONTRACTS as CONTRACTS  # its home; integrations and tests read it here
 from .instrumentation import Instrumentation, instrumentation_version
-from .options import refuse_changed, validated_options
-from .pipeline import build
 
 logger = logging.getLogger("context_integrity")
 

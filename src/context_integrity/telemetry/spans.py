@@ -26,8 +26,8 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Tracer
 from opentelemetry.util.types import AttributeValue
 
-from . import names
 from .emit import clipped, mark_error
+from .schema import names
 
 if TYPE_CHECKING:
     from .instrumentation import Instrumentation

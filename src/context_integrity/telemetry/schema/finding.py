@@ -10,7 +10,7 @@ from typing import Final, TypeVar
 from ...findings import Finding, Witness
 from ...limits import MAX_ATTRIBUTE_CHARS
 from ...text import clip
-from .. import names
+from . import names
 from .common import Attributes, optional_int, optional_str, scalar, str_list
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ...limits import MAX_DROPPED_TRACES_NAMED
-from .. import names
+from . import names
 from .common import Attributes
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from ...ledger import ROW_FIELDS, LedgerRow
-from .. import names
+from . import names
 from .common import Attributes, is_int, optional_str
 
 # A ledger row's identifying pair, its counts and its timestamp.

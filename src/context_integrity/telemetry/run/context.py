@@ -20,7 +20,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 
 if TYPE_CHECKING:
-    from .run import Run
+    from .lifecycle import Run
 
 
 @dataclass(frozen=True, slots=True)

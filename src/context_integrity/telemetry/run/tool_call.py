@@ -17,12 +17,11 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry import context as otel_context
 from opentelemetry.trace import Span, SpanKind
 
-from ..contracts import ToolContract
-from ..judge.refusal import unjudged_refusal
-from ..limits import MAX_ATTRIBUTE_CHARS
-from ..text import clip
-from . import names
-from .emit import (
+from ...contracts import ToolContract
+from ...judge.refusal import unjudged_refusal
+from ...limits import MAX_ATTRIBUTE_CHARS
+from ...text import clip
+from ..emit import (
     SpanEmitter,
     mark_refused,
     record_internal_error,
@@ -30,14 +29,15 @@ from .emit import (
     set_content,
     wants_passes,
 )
-from .instrumentation import CONTRACTS
+from ..instrumentation import CONTRACTS
+from ..schema import names
+from ..setup import current
+from ..spans import TOOL, adopt_or_start, find_host_span, start_held, tool_call_id_of, tracer_of
+from .context import current_run
 from .posture import DEFAULT_DIALS, dials_in_force
-from .run_context import current_run
-from .setup import current
-from .spans import TOOL, adopt_or_start, find_host_span, start_held, tool_call_id_of, tracer_of
 
 if TYPE_CHECKING:
-    from .run import Run
+    from .lifecycle import Run
 
 
 def call_id_text(call_id: object) -> str | None:
@@ -115,7 +115,7 @@ class ToolScope:
             self.judge = run.judge
             self.call_id = run.take_call_id(contract.name, given)
         else:
-            from ..judge.seams import RunJudge  # the registry and the checks load with the first judge
+            from ...judge.seams import RunJudge  # the registry and the checks load with the first judge
 
             self.judge = RunJudge(CONTRACTS, dials_in_force(inst), with_ledger=False)
             self.judge.keep_passes = wants_passes(inst)

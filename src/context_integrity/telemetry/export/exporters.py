@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.export import SpanExporter
 if TYPE_CHECKING:
     from opentelemetry.sdk.metrics.export import MetricReader
 
-from ..judge import SetupError
+from ...judge import SetupError
 from .options import PROTOCOLS
 
 TRACES_EXPORTERS: Final = ("otlp", "console", "none")

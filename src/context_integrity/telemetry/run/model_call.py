@@ -20,15 +20,15 @@ from opentelemetry import context as otel_context
 from opentelemetry.trace import Span, SpanKind
 from opentelemetry.util.types import AttributeValue
 
-from ..findings import ExternalGrounding, Finding
-from . import names
-from .emit import SpanEmitter, clipped, record_internal_error, record_judge_errors, set_text
-from .spans import CHAT, HeldSpan, find_host_span, start_held, tracer_of
+from ...findings import ExternalGrounding, Finding
+from ..emit import SpanEmitter, clipped, record_internal_error, record_judge_errors, set_text
+from ..schema import names
+from ..spans import CHAT, HeldSpan, find_host_span, start_held, tracer_of
 
 if TYPE_CHECKING:
-    from ..loop import ModelResponse, RequestFrame, ToolCall
-    from .instrumentation import Instrumentation
-    from .run import Run
+    from ...loop import ModelResponse, RequestFrame, ToolCall
+    from ..instrumentation import Instrumentation
+    from .lifecycle import Run
 
 _current_call: contextvars.ContextVar[ModelCall | None] = contextvars.ContextVar(
     "context_integrity_model_call", default=None
@@ -159,7 +159,7 @@ class ModelCall:
         try:
             self._close_wire()
             if response is None:
-                from ..loop import ModelResponse  # loaded with the judge by the time a model answers
+                from ...loop import ModelResponse  # loaded with the judge by the time a model answers
 
                 response = ModelResponse(calls=tuple(calls), text=text)
             reply = response

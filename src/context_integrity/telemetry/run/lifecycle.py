@@ -28,30 +28,30 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind
 from opentelemetry.util.types import AttributeValue
 
-from .._memo import ToldOnce
-from ..contracts import define_contract
-from ..contracts.toolsets import assert_suspension
-from ..findings import Finding
-from ..judge import SetupError
-from ..ledger import CheckerDeadError, LedgerRow
-from ..limits import MAX_PENDING_CALL_IDS, MAX_QUOTED_CHARS, MAX_WARNED_GROUNDS
-from . import names
-from .emit import SpanEmitter, content, record_internal_error, record_judge_errors, set_content, wants_passes
-from .instrumentation import CONTRACTS, Instrumentation
+from ..._memo import ToldOnce
+from ...contracts import define_contract
+from ...contracts.toolsets import assert_suspension
+from ...findings import Finding
+from ...judge import SetupError
+from ...ledger import CheckerDeadError, LedgerRow
+from ...limits import MAX_PENDING_CALL_IDS, MAX_QUOTED_CHARS, MAX_WARNED_GROUNDS
+from ..emit import SpanEmitter, content, record_internal_error, record_judge_errors, set_content, wants_passes
+from ..instrumentation import CONTRACTS, Instrumentation
+from ..schema import names
+from ..setup import current
+from ..spans import AGENT, HeldSpan, adopt_or_start, tracer_of
+from .context import EnteredRun, open_runs, release_abandoned
+from .context import current_run as current_run  # re-exported: integrations/pydantic_ai.py reads it here
 from .model_call import ModelCall as ModelCall  # re-exported: integrations/pydantic_ai.py reads it here
 from .posture import dials_in_force, tell_checker_dead
 from .processor import RunSummary
-from .run_context import EnteredRun, open_runs, release_abandoned
-from .run_context import current_run as current_run  # re-exported: integrations/pydantic_ai.py reads it here
-from .run_summary import abandon, summary_of, weak_summary
-from .setup import current
-from .spans import AGENT, HeldSpan, adopt_or_start, tracer_of
+from .summary import abandon, summary_of, weak_summary
 from .tool_call import ToolScope as ToolScope  # re-exported: integrations/pydantic_ai.py reads it here
 from .tool_call import arguments_mapping, call_id_text, judge_reported_result
 
 if TYPE_CHECKING:
-    from ..judge import RunJudge
-    from ..loop import RequestFrame
+    from ...judge import RunJudge
+    from ...loop import RequestFrame
 
 logger = logging.getLogger("context_integrity")
 
@@ -135,7 +135,7 @@ class Run:
             self._inst = inst = current()
             release_abandoned()
             _warn_undeclared_grounds()
-            from ..judge.seams import RunJudge  # the registry and the checks load with the first run
+            from ...judge.seams import RunJudge  # the registry and the checks load with the first run
 
             self.judge = judge = RunJudge(CONTRACTS, dials_in_force(inst))
             judge.keep_passes = wants_passes(inst)

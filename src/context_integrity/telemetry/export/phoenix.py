@@ -27,8 +27,8 @@ from typing import Any, Final
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
-from ..text import clip
-from . import names
+from ...text import clip
+from ..schema import names
 
 logger = logging.getLogger("context_integrity")
 

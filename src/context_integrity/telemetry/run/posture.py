@@ -13,12 +13,12 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..judge import Dials, SetupError
-from ..judge.dials import POSTURES, Posture
-from ..ledger import CheckerDeadError
+from ...judge import Dials, SetupError
+from ...judge.dials import POSTURES, Posture
+from ...ledger import CheckerDeadError
 
 if TYPE_CHECKING:
-    from .instrumentation import Instrumentation
+    from ..instrumentation import Instrumentation
 
 DEFAULT_DIALS = Dials()
 

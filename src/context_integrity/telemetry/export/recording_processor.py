@@ -36,7 +36,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter
 
-from ..limits import (
+from ...limits import (
     EXIT_FLUSH_MILLIS,
     MAX_DROPPED_TRACES_NAMED,
     MAX_RECORDING_QUEUE_SPANS,

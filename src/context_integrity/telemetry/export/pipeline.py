@@ -40,9 +40,11 @@ from opentelemetry.sdk.trace.export import (
 if TYPE_CHECKING:
     from opentelemetry.sdk.metrics.export import MetricReader
 
-from ..judge import Dials, SetupError
-from ..paths import default_recording_path
-from . import names
+from ...judge import Dials, SetupError
+from ...paths import default_recording_path
+from ..instrumentation import Instrumentation, instrumentation_version
+from ..run.processor import DispositionSpanProcessor
+from ..schema import names
 from .bounded import TallyingSpanExporter
 from .exporters import (
     ExportPlan,
@@ -51,8 +53,6 @@ from .exporters import (
     otlp_span_exporter,
     prometheus_reader,
 )
-from .instrumentation import Instrumentation, instrumentation_version
-from .processor import DispositionSpanProcessor
 
 logger = logging.getLogger("context_integrity")
 

@@ -7,13 +7,7 @@ the name the instrumentation imports them by.
 
 from __future__ import annotations
 
-from .schema import (
-    finding_attributes,
-    internal_error_attributes,
-    scalar,
-    summary_attributes,
-    witness_attributes,
-)
+from . import finding_attributes, internal_error_attributes, scalar, summary_attributes, witness_attributes
 
 __all__ = [
     "finding_attributes",

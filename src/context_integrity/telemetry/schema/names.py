@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from ..limits import MAX_ATTRIBUTE_CHARS
+from ...limits import MAX_ATTRIBUTE_CHARS
 
 # ── Instrumentation scope ───────────────────────────────────────────────
 INSTRUMENTATION_NAME: Final = "context_integrity"

@@ -25,13 +25,8 @@ import time
 from pathlib import Path
 from typing import Final
 
-from ..limits import (
-    MAX_RECORDING_BYTES,
-    MIN_RECORDING_BYTES,
-    RECORDING_BACKUPS,
-    RECORDING_LOCK_WAIT_MILLIS,
-)
-from ..paths import rotated_path
+from ...limits import MAX_RECORDING_BYTES, MIN_RECORDING_BYTES, RECORDING_BACKUPS, RECORDING_LOCK_WAIT_MILLIS
+from ...paths import rotated_path
 
 try:
     import fcntl

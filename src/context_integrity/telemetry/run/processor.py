@@ -2,7 +2,7 @@
 
 The summary is emitted from ``on_end`` of the run span, so it is written
 exactly once however the run ended (normally, by exception, by cancellation)
-and even when something other than :class:`~context_integrity.telemetry.run.Run`
+and even when something other than :class:`~context_integrity.telemetry.run.lifecycle.Run`
 ended the span. A run that adopted a host's run span (one this provider may never see end)
 has its summary written by :meth:`DispositionSpanProcessor.emit_under` when the run ends.
 The summary span is a child of the run span and carries the disposition ledger once, as
@@ -23,9 +23,8 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Tracer
 
-from ..ledger import LedgerRow
-from . import names
-from .schema import summary_attributes
+from ...ledger import LedgerRow
+from ..schema import names, summary_attributes
 
 logger = logging.getLogger("context_integrity")
 

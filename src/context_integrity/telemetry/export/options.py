@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from ..judge import SetupError
-from .names import EVALUATION_EVENTS_ALL
+from ...judge import SetupError
+from ..schema.names import EVALUATION_EVENTS_ALL
 
 PROTOCOLS: Final = ("grpc", "http/protobuf")
 

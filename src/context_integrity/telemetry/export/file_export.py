@@ -50,11 +50,10 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from ..paths import default_recording_path
-from . import names
+from ...paths import default_recording_path
+from ..schema import dropped_attributes, names
 from .otlp_json import attributes, resource_json, spans_document
 from .recording_file import RecordingFile
-from .schema import dropped_attributes
 
 try:  # SDK >= 1.39 names the log exporter interface LogRecordExporter.
     from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult

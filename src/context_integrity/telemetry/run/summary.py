@@ -12,16 +12,16 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
-from . import names
-from .emit import record_internal_error
+from ..emit import record_internal_error
+from ..schema import names
 from .posture import DEFAULT_DIALS
 from .processor import RunSummary
 
 if TYPE_CHECKING:
-    from ..judge import RunJudge
-    from .instrumentation import Instrumentation
-    from .run import Run
-    from .spans import HeldSpan
+    from ...judge import RunJudge
+    from ..instrumentation import Instrumentation
+    from ..spans import HeldSpan
+    from .lifecycle import Run
 
 # The outcome of a run entered and never exited, found when it was collected or at exit.
 ABANDONED: Final = "abandoned"

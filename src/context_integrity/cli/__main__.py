@@ -1,0 +1,5 @@
+"""``python -m context_integrity.cli``."""
+
+from . import main
+
+raise SystemExit(main())

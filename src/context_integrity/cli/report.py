@@ -1,0 +1,61 @@
+"""``context-integrity report``: findings and the ledger per run, from a recording."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def add_parser(commands: Any) -> None:
+    report = commands.add_parser("report", help="print findings and the ledger per run from a recording")
+    report.add_argument("file", nargs="?", help="an OTLP-JSON-lines recording (default: the local recording)")
+    report.add_argument("-v", "--verbose", action="store_true", help="also print every witness")
+    report.add_argument(
+        "--find",
+        action="store_true",
+        help="answer as find_context_errors: findings, coverage and ledgers, from a recording, an "
+        "OTLP-JSON export, or a Jaeger or Tempo trace JSON",
+    )
+    report.add_argument(
+        "--html", metavar="OUT", help="write the report as one self-contained HTML page to OUT"
+    )
+    report.add_argument("--kind", help="with --find: only findings of this kind")
+    report.add_argument("--limit", type=int, help="with --find: how many findings to list")
+    report.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..paths import default_recording_path
+    from ..recording import RecordingStream
+    from ..report import write_report
+
+    path = args.file or str(default_recording_path())
+    if args.find or args.kind is not None or args.limit is not None:
+        from ..report.find import find_context_errors
+
+        print(find_context_errors(path, kind=args.kind, limit=args.limit))
+        return 0
+    try:
+        if args.html:
+            from pathlib import Path
+
+            from ..recording import read_recording
+            from ..report.html import format_html
+
+            # The page shows every run at once (timelines, charts), so it reads the whole recording.
+            Path(args.html).write_text(format_html(read_recording(path)), encoding="utf-8")
+            print(f"context-integrity report: wrote {args.html}")
+            return 0
+        # Streamed: each run is printed as it is read, so a recording of any size reads in
+        # the memory of the runs in flight. Witnesses are read only when they are printed.
+        stream = RecordingStream(path, details=args.verbose)
+    except (FileNotFoundError, IsADirectoryError) as error:
+        print(f"context-integrity report: {error}", file=sys.stderr)
+        return 2
+    try:
+        write_report(stream, sys.stdout, verbose=args.verbose)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `report | head` closed the pipe: not an error
+        sys.stderr.close()
+    return 0

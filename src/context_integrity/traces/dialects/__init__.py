@@ -1,0 +1,31 @@
+"""The trace dialects: each one module that knows one instrumentation's spans.
+
+A dialect says whether a span is written in it (:meth:`Dialect.claims`), and reads the span into
+one :mod:`~context_integrity.traces.readings` reading (:meth:`Dialect.read`), never raising: a value
+it cannot read becomes a :class:`~context_integrity.traces.readings.Missing` with its reason.
+
+:data:`DIALECTS` is THE order in which the detector asks them; the first that claims a span reads
+it. Adding a dialect is one module here and one entry in :data:`DIALECTS`.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from ..readings import Reading
+from ..spans import Span
+
+
+class Dialect(Protocol):
+    """One instrumentation's way of writing agent work into spans."""
+
+    # The dialect's name in reports and in ``--format json`` (e.g. "genai", "openinference").
+    key: str
+
+    def claims(self, span: Span) -> bool:
+        """Whether ``span`` is written in this dialect. Cheap: it is asked of every span."""
+        ...
+
+    def read(self, span: Span) -> Reading | None:
+        """What the span says of the agent's work, or ``None`` if it is no agent work at all."""
+        ...
