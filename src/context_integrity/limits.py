@@ -145,3 +145,52 @@ MAX_RECORDING_WAIT_MILLIS: Final = 250
 RECORDING_LOCK_WAIT_MILLIS: Final = 500
 # Traces a drop record names (the count is always whole).
 MAX_DROPPED_TRACES_NAMED: Final = 20
+
+# ── The pipeline stage (``context-integrity serve``) ──
+# One OTLP request's body, as received and after gzip is undone: the OTLP specification's
+# recommended default. Larger is refused (HTTP 413, gRPC RESOURCE_EXHAUSTED) and never read whole.
+SERVE_MAX_REQUEST_BYTES: Final = 20 * 1024 * 1024
+# How long a trace whose agent run span has ended waits for more of its spans before it is judged,
+# measured from the last span of it that arrived: spans of one trace leave their processes in
+# batches (the SDK's default schedule is 5 s), so the run span can arrive before a child's batch.
+SERVE_QUIET_SECONDS: Final = 2.0
+# The longest a trace is held from its first span, run span or not: an agent that never ends its
+# run span, or whose run span is lost, is judged with what arrived and forwarded, never kept.
+SERVE_MAX_WAIT_SECONDS: Final = 60.0
+# Traces held at once, and the serialized bytes of their held spans together. Past either, the
+# arriving span of a new trace is forwarded unjudged and counted: the sender is never made to wait
+# for room. Each held byte costs about four in the process (the span's reading beside its bytes).
+SERVE_MAX_HELD_TRACES: Final = 10_000
+SERVE_MAX_HELD_BYTES: Final = 256 * 1024 * 1024
+# Spans one held trace keeps; later ones of that trace are forwarded unjudged and counted.
+SERVE_MAX_SPANS_PER_TRACE: Final = 10_000
+# The longest a receiving thread waits for the hold's lock before it forwards its spans unjudged:
+# the bound on how long a sender ever waits on judging (the hold's lock is only taken for
+# bookkeeping, never while a trace is judged or forwarded).
+SERVE_MAX_SENDER_WAIT_SECONDS: Final = 0.25
+# Traces judged and forgotten, remembered (by id) so that a span arriving after its trace was
+# judged is forwarded unchanged and counted late rather than opening a second, partial trace.
+SERVE_REMEMBERED_TRACES: Final = 100_000
+# The retry queue in front of the forward target: serialized requests waiting to be sent, or sent
+# and failed and waiting to be sent again. Past this cap, what arrives is dropped and counted.
+SERVE_RETRY_QUEUE_BYTES: Final = 64 * 1024 * 1024
+# One request to the forward target carries at most this much (queued requests are merged up to it).
+SERVE_FORWARD_BATCH_BYTES: Final = 4 * 1024 * 1024
+# One send to the forward target may take this long before it counts as failed and is retried.
+SERVE_FORWARD_TIMEOUT_SECONDS: Final = 10.0
+# Retries back off exponentially from the first delay to the last, with jitter.
+SERVE_RETRY_FIRST_SECONDS: Final = 0.1
+SERVE_RETRY_MAX_SECONDS: Final = 5.0
+# SIGTERM: stop receiving, judge every trace whose run span has ended, forward the rest unjudged,
+# and drain the retry queue, within this long in all; what the target has not taken by then is
+# dropped and counted. Under Kubernetes' default 30 s grace period, with room to spare.
+SERVE_SHUTDOWN_SECONDS: Final = 20.0
+# Concurrent OTLP/HTTP requests being read or answered; one more is answered 503 (retryable) at once.
+SERVE_MAX_HTTP_REQUESTS: Final = 64
+# Threads answering gRPC calls.
+SERVE_GRPC_WORKERS: Final = 16
+# Label sets of the findings counter on /metrics (kind, seam, tool, advisory, service): past it a
+# new tool or service is counted under "other", so a stream of invented tool names cannot grow it.
+SERVE_MAX_FINDINGS_SERIES: Final = 2000
+# Lines the assembler and the judge say about one trace that reach the log; the rest are counted.
+SERVE_MAX_NOTES_PER_TRACE: Final = 5

@@ -228,3 +228,27 @@ PHOENIX_ANNOTATION_NAME: Final = f"{_NS}.finding"
 RECORDING_DROPPED_EVENT: Final = f"{_NS}.recording.dropped"
 RECORDING_DROPPED_SPANS: Final = f"{_NS}.recording.dropped_spans"
 RECORDING_DROPPED_TRACES: Final = f"{_NS}.recording.dropped_traces"
+
+# ── The pipeline stage's own metrics (``context-integrity serve --metrics``) ─
+# Prometheus names, served by the stage itself. The findings it files count under the library's own
+# findings metric (PROMETHEUS_FINDINGS_METRIC, same labels plus the run's service), so the alert
+# rules that page on findings filed in process page on findings filed in the pipeline too.
+SERVE_METRIC_PREFIX: Final = f"{_NS}_serve"
+SERVE_SPANS_RECEIVED: Final = f"{SERVE_METRIC_PREFIX}_spans_received"
+SERVE_SPANS_FORWARDED: Final = f"{SERVE_METRIC_PREFIX}_spans_forwarded"
+SERVE_SPANS_LATE: Final = f"{SERVE_METRIC_PREFIX}_spans_late"
+SERVE_SPANS_DROPPED: Final = f"{SERVE_METRIC_PREFIX}_spans_dropped"
+SERVE_SPANS_UNJUDGED: Final = f"{SERVE_METRIC_PREFIX}_spans_unjudged"
+SERVE_TRACES_JUDGED: Final = f"{SERVE_METRIC_PREFIX}_traces_judged"
+SERVE_TRACES_HELD: Final = f"{SERVE_METRIC_PREFIX}_traces_held"
+SERVE_HELD_BYTES: Final = f"{SERVE_METRIC_PREFIX}_held_bytes"
+SERVE_QUEUE_BYTES: Final = f"{SERVE_METRIC_PREFIX}_retry_queue_bytes"
+SERVE_FORWARD_SECONDS: Final = f"{SERVE_METRIC_PREFIX}_receipt_to_forward_seconds"
+SERVE_JUDGE_SECONDS: Final = f"{SERVE_METRIC_PREFIX}_judge_seconds"
+SERVE_FORWARD_FAILURES: Final = f"{SERVE_METRIC_PREFIX}_forward_failures"
+SERVE_REQUESTS_REFUSED: Final = f"{SERVE_METRIC_PREFIX}_requests_refused"
+# The reason label of the dropped, unjudged and refused counters, and its values.
+SERVE_REASON: Final = "reason"
+# Metric label of the service a finding's run ran in (the resource's service.name, as the
+# Collector's resource_to_telemetry_conversion names it).
+SERVE_SERVICE_LABEL: Final = "service_name"
