@@ -15,7 +15,7 @@ import contextlib
 import logging
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from opentelemetry import trace
 from opentelemetry.trace import Span, Status, StatusCode
@@ -27,7 +27,8 @@ from ..limits import MAX_ATTRIBUTE_CHARS, MAX_CONTENT_CHARS, MAX_STACKTRACE_CHAR
 from ..text import bounded_json, clip, render_value
 from .instrumentation import instrumentation_version
 from .schema import names
-from .schema.attributes import finding_attributes
+from .schema.common import clipped as _clipped
+from .schema.finding import finding_event_attributes, provenance_attributes
 
 if TYPE_CHECKING:
     from ..judge import RunJudge
@@ -102,15 +103,8 @@ def _stacktrace(error: BaseException) -> str:
 
 def clipped(attributes: Mapping[str, Any]) -> dict[str, AttributeValue]:
     """The attributes with every string, and every string in a sequence, cut to the bound."""
-    out: dict[str, AttributeValue] = {}
-    for key, value in attributes.items():
-        if isinstance(value, str):
-            out[key] = clip(value, MAX_ATTRIBUTE_CHARS)
-        elif isinstance(value, (list, tuple)):
-            out[key] = [clip(v, MAX_ATTRIBUTE_CHARS) if isinstance(v, str) else v for v in value]
-        else:
-            out[key] = value
-    return out
+    # The schema's attribute values are a subset of the SDK's: the same dict, typed for the SDK.
+    return cast("dict[str, AttributeValue]", _clipped(attributes))
 
 
 # Which of our own failures were already logged with a traceback: a bug that fires on every call
@@ -247,8 +241,9 @@ class SpanEmitter:
             tool = tool_name if tool_name is not None else subject_tool(finding)
             about = call_ids[index] if index < len(call_ids) else call_id
             attributes = redacted(
-                clipped(
-                    {**finding_attributes(finding, tool_name=tool, call_id=about), **provenance(finding)}
+                cast(
+                    "dict[str, AttributeValue]",
+                    finding_event_attributes(finding, tool_name=tool, call_id=about),
                 ),
                 self._redact,
             )
@@ -373,11 +368,7 @@ def _rule_version(check: str) -> str | None:
 
 def provenance(finding: Finding) -> dict[str, AttributeValue]:
     """Which evaluator filed a finding: the library version and the check's rule version."""
-    out: dict[str, AttributeValue] = {names.EVALUATOR_VERSION: instrumentation_version()}
-    rule = _rule_version(finding.kind)
-    if rule is not None:
-        out[names.EVALUATOR_RULE_VERSION] = rule
-    return out
+    return cast("dict[str, AttributeValue]", provenance_attributes(finding))
 
 
 def evaluation_attributes(finding: Finding, span: Span, *, explanation: str) -> dict[str, AttributeValue]:

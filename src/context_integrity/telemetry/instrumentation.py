@@ -7,7 +7,6 @@ through it, each within its bound.
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
 from collections.abc import Callable
@@ -22,6 +21,7 @@ from ..judge import ContractBook, Dials
 from ..limits import EXIT_FLUSH_MILLIS
 from .export.bounded import TallyingSpanExporter, flush_all, say_unsent, within
 from .export.options import ExporterOptions
+from .schema.common import library_version
 
 if TYPE_CHECKING:
     from .run.processor import DispositionSpanProcessor
@@ -29,16 +29,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger("context_integrity")
 
 
-@functools.cache
-def instrumentation_version() -> str:
-    """The installed package's version, read on first use: importlib.metadata costs more to import
-    than the rest of ``import context_integrity`` put together."""
-    try:
-        from importlib.metadata import version
-
-        return version("context-integrity")
-    except Exception:  # running from a source tree
-        return "0.0.0+source"
+# The library's version, as the instrumentation scope and each finding's provenance give it.
+instrumentation_version = library_version
 
 
 # The process-wide book of declared tools: decorators run at import time,

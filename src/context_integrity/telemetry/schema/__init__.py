@@ -18,7 +18,7 @@ and say what is missing or malformed in ``problems`` instead of failing.
 
 from __future__ import annotations
 
-from .common import Attributes, AttributeValue, is_int, scalar
+from .common import Attributes, AttributeValue, clipped, is_int, library_version, scalar
 from .finding import (
     FINDING_BRIEF_KEYS,
     FINDING_REQUIRED,
@@ -29,7 +29,9 @@ from .finding import (
     decode_witnesses,
     external_ground_attributes,
     finding_attributes,
+    finding_event_attributes,
     internal_error_attributes,
+    provenance_attributes,
     span_agent_name,
     span_operation,
     span_tool_call_id,
@@ -58,6 +60,7 @@ __all__ = [
     "Attributes",
     "FindingFields",
     "SummaryFields",
+    "clipped",
     "decode_dropped",
     "decode_external_ground",
     "decode_finding",
@@ -67,8 +70,11 @@ __all__ = [
     "dropped_attributes",
     "external_ground_attributes",
     "finding_attributes",
+    "finding_event_attributes",
     "internal_error_attributes",
     "is_int",
+    "library_version",
+    "provenance_attributes",
     "scalar",
     "span_agent_name",
     "span_operation",

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TypeAlias
+import functools
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeAlias
 
 from ...limits import MAX_ATTRIBUTE_CHARS
 from ...text import clip, render_value
@@ -40,3 +41,28 @@ def optional_int(value: object) -> int | None:
 
 def str_list(value: object) -> list[str]:
     return [str(item) for item in value] if isinstance(value, list) else []
+
+
+def clipped(attributes: Mapping[str, Any]) -> Attributes:
+    """The attributes with every string, and every string in a sequence, cut to the bound."""
+    out: Attributes = {}
+    for key, value in attributes.items():
+        if isinstance(value, str):
+            out[key] = clip(value, MAX_ATTRIBUTE_CHARS)
+        elif isinstance(value, (list, tuple)):
+            out[key] = [clip(v, MAX_ATTRIBUTE_CHARS) if isinstance(v, str) else v for v in value]
+        else:
+            out[key] = value
+    return out
+
+
+@functools.cache
+def library_version() -> str:
+    """The installed package's version, read on first use: importlib.metadata costs more to import
+    than the rest of ``import context_integrity`` put together."""
+    try:
+        from importlib.metadata import version
+
+        return version("context-integrity")
+    except Exception:  # running from a source tree
+        return "0.0.0+source"

@@ -11,7 +11,7 @@ from ...findings import Finding, Witness
 from ...limits import MAX_ATTRIBUTE_CHARS
 from ...text import clip
 from . import names
-from .common import Attributes, optional_int, optional_str, scalar, str_list
+from .common import Attributes, clipped, library_version, optional_int, optional_str, scalar, str_list
 
 
 # ── A finding and its witnesses ─────────────────────────────────────────
@@ -52,6 +52,29 @@ def finding_attributes(finding: Finding, *, tool_name: str | None, call_id: str 
     for index, witness in enumerate(finding.witnesses):
         out.update(witness_attributes(index, witness))
     return out
+
+
+def provenance_attributes(finding: Finding) -> Attributes:
+    """Which evaluator filed a finding: the library version and the version of the check's rule."""
+    # Read when a finding is written: a judge made it, so the registry is loaded by then.
+    from ...judge.registry import REGISTRY
+
+    out: Attributes = {names.EVALUATOR_VERSION: library_version()}
+    rule = REGISTRY.rule_version(finding.kind)
+    if rule is not None:
+        out[names.EVALUATOR_RULE_VERSION] = rule
+    return out
+
+
+def finding_event_attributes(finding: Finding, *, tool_name: str | None, call_id: str | None) -> Attributes:
+    """The attributes of one ``context_integrity.finding`` span event, as every writer puts it on a
+    span (the run in process, the pipeline stage): the finding, who filed it, every string clipped."""
+    return clipped(
+        {
+            **finding_attributes(finding, tool_name=tool_name, call_id=call_id),
+            **provenance_attributes(finding),
+        }
+    )
 
 
 @dataclass(slots=True)
