@@ -211,8 +211,10 @@ SERVE_RETRY_FIRST_SECONDS: Final = 0.1
 SERVE_RETRY_MAX_SECONDS: Final = 5.0
 # SIGTERM: stop receiving, judge every trace whose run span has ended, forward the rest unjudged,
 # and drain the retry queue, within this long in all; what the target has not taken by then is
-# dropped and counted. Under Kubernetes' default 30 s grace period, with room to spare.
+# dropped and counted. Under Kubernetes' default 30 s grace period, with room to spare. Judging takes
+# at most the first part of it; traces not judged by then are forwarded unjudged and counted.
 SERVE_SHUTDOWN_SECONDS: Final = 20.0
+SERVE_SHUTDOWN_JUDGE_SECONDS: Final = 10.0
 # Concurrent OTLP/HTTP requests being read or answered; one more is answered 503 (retryable) at once.
 SERVE_MAX_HTTP_REQUESTS: Final = 64
 # Threads answering gRPC calls.
@@ -220,5 +222,8 @@ SERVE_GRPC_WORKERS: Final = 16
 # Label sets of the findings counter on /metrics (kind, seam, tool, advisory, service): past it a
 # new tool or service is counted under "other", so a stream of invented tool names cannot grow it.
 SERVE_MAX_FINDINGS_SERIES: Final = 2000
+# Unreachable encounters a summary span written in the pipeline names as events (the ledger counts
+# them all); a run whose trace carries no content has one per step, and a page of them says no more.
+SERVE_MAX_UNREACHABLE_EVENTS: Final = 32
 # Lines the assembler and the judge say about one trace that reach the log; the rest are counted.
 SERVE_MAX_NOTES_PER_TRACE: Final = 5

@@ -83,9 +83,10 @@ def gunzip(body: bytes, limit: int = SERVE_MAX_REQUEST_BYTES) -> bytes:
 def read_protobuf(body: bytes) -> ExportTraceServiceRequest:
     """A binary ``ExportTraceServiceRequest``."""
     try:
-        return ExportTraceServiceRequest.FromString(body)
+        request: ExportTraceServiceRequest = ExportTraceServiceRequest.FromString(body)
     except (DecodeError, RecursionError) as error:
         raise BadRequest(f"the body is not a protobuf ExportTraceServiceRequest ({_reason(error)})") from None
+    return request
 
 
 def read_json(body: bytes) -> ExportTraceServiceRequest:
@@ -97,11 +98,14 @@ def read_json(body: bytes) -> ExportTraceServiceRequest:
         raise BadRequest(f"the body is not JSON ({_reason(error)})") from None
     try:
         _ids_to_base64(as_object(document, "the request"))
-        return json_format.ParseDict(document, ExportTraceServiceRequest(), ignore_unknown_fields=True)
+        request: ExportTraceServiceRequest = json_format.ParseDict(
+            document, ExportTraceServiceRequest(), ignore_unknown_fields=True
+        )
     except Malformed as error:
         raise BadRequest(f"the body is not an OTLP/JSON traces request: {error}") from None
     except (json_format.ParseError, RecursionError, TypeError, ValueError) as error:
         raise BadRequest(f"the body is not an OTLP/JSON traces request ({_reason(error)})") from None
+    return request
 
 
 def _ids_to_base64(document: dict[str, object]) -> None:
@@ -149,8 +153,10 @@ def status(code: int, message: str, encoding: str) -> bytes:
 
 def _encode(message: ExportTraceServiceResponse | status_pb2.Status, encoding: str) -> bytes:
     if encoding == JSON:
-        return json_format.MessageToJson(message, indent=None).encode("utf-8")
-    return message.SerializeToString()
+        text: str = json_format.MessageToJson(message, indent=None)
+        return text.encode("utf-8")
+    data: bytes = message.SerializeToString()
+    return data
 
 
 INVALID_ARGUMENT: Final = code_pb2.INVALID_ARGUMENT

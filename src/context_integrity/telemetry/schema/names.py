@@ -246,6 +246,14 @@ RECORDING_DROPPED_EVENT: Final = f"{_NS}.recording.dropped"
 RECORDING_DROPPED_SPANS: Final = f"{_NS}.recording.dropped_spans"
 RECORDING_DROPPED_TRACES: Final = f"{_NS}.recording.dropped_traces"
 
+# ── What a run judged from its trace could not judge ─────────────────────
+# The pipeline stage (``serve``) writes one event per unreachable encounter on the run's summary span:
+# which rows it counted unreachable, on which span, and why (evidence the trace does not carry).
+UNREACHABLE_EVENT: Final = f"{_NS}.unreachable"
+UNREACHABLE_ROWS: Final = f"{_NS}.unreachable.rows"
+UNREACHABLE_SPAN_ID: Final = f"{_NS}.unreachable.span_id"
+UNREACHABLE_REASON: Final = f"{_NS}.unreachable.reason"
+
 # ── The pipeline stage's own metrics (``context-integrity serve --metrics``) ─
 # Prometheus names, served by the stage itself. The findings it files count under the library's own
 # findings metric (PROMETHEUS_FINDINGS_METRIC, same labels plus the run's service), so the alert
