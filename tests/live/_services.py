@@ -17,7 +17,8 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -32,6 +33,7 @@ CACHE_DIR = Path(os.environ.get("CI_CACHE", "/var/cache/context-integrity"))
 PHOENIX_BIN = Path(os.environ.get("PHOENIX_VENV", str(CACHE_DIR / "phoenix-venv"))) / "bin" / "phoenix"
 CHROMIUM_BIN = Path("/usr/bin/chromium")
 LOG_TAIL_CHARS = 4000
+PHOENIX_START_TIMEOUT_S = 300  # first start runs its database migrations
 
 T = TypeVar("T")
 
@@ -144,6 +146,40 @@ class Service:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait(timeout=15)
+
+
+@dataclass(frozen=True)
+class Phoenix:
+    base_url: str
+    grpc_port: int
+    service: Service
+
+
+@contextmanager
+def running_phoenix(workdir: Path) -> Iterator[Phoenix]:
+    """Phoenix from its own venv, on free loopback ports, working in ``workdir``; stopped after."""
+    if not PHOENIX_BIN.exists():
+        missing(f"Phoenix at {PHOENIX_BIN}", "a venv with arize-phoenix")
+    http_port, grpc_port = free_port(), free_port()
+    service = Service(
+        name="phoenix",
+        argv=[str(PHOENIX_BIN), "serve"],
+        workdir=workdir,
+        env={
+            "PHOENIX_HOST": "127.0.0.1",
+            "PHOENIX_PORT": str(http_port),
+            "PHOENIX_GRPC_PORT": str(grpc_port),
+            "PHOENIX_WORKING_DIR": str(workdir),
+            # No usage telemetry: the machine reaches no network but package registries.
+            "PHOENIX_TELEMETRY_ENABLED": "false",
+        },
+    ).start()
+    try:
+        base = f"http://127.0.0.1:{http_port}"
+        service.wait_http(f"{base}/healthz", timeout_s=PHOENIX_START_TIMEOUT_S)
+        yield Phoenix(base_url=base, grpc_port=grpc_port, service=service)
+    finally:
+        service.stop()
 
 
 def library_env(**extra: str) -> dict[str, str]:

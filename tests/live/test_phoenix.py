@@ -38,19 +38,17 @@ from context_integrity.telemetry.schema import names
 from ._services import (
     ARTIFACTS,
     CHROMIUM_BIN,
-    PHOENIX_BIN,
-    Service,
-    free_port,
+    Phoenix,
     http_json,
     library_env,
     missing,
     run_demo,
+    running_phoenix,
     wait_until,
 )
 
 pytestmark = pytest.mark.live
 
-PHOENIX_START_TIMEOUT_S = 300  # first start runs its database migrations
 SPANS_ARRIVE_TIMEOUT_S = 60
 DEMO_MODES = ("warn", "enforce")  # `context-integrity demo` runs both, in this order
 SPANS_PER_RUN = 1 + len(demo.SCRIPT) + 1  # the run, each tool call, the summary
@@ -60,38 +58,10 @@ QUOTED_NUMBERS_TOOL = demo.port_counters.__name__
 ZERO_GB_TOOL = demo.vm_disk_capacity.__name__
 
 
-@dataclass(frozen=True)
-class Phoenix:
-    base_url: str
-    grpc_port: int
-    service: Service
-
-
 @pytest.fixture(scope="module")
 def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Phoenix]:
-    if not PHOENIX_BIN.exists():
-        missing(f"Phoenix at {PHOENIX_BIN}", "a venv with arize-phoenix")
-    http_port, grpc_port = free_port(), free_port()
-    workdir = tmp_path_factory.mktemp("phoenix")
-    service = Service(
-        name="phoenix",
-        argv=[str(PHOENIX_BIN), "serve"],
-        workdir=workdir,
-        env={
-            "PHOENIX_HOST": "127.0.0.1",
-            "PHOENIX_PORT": str(http_port),
-            "PHOENIX_GRPC_PORT": str(grpc_port),
-            "PHOENIX_WORKING_DIR": str(workdir),
-            # No usage telemetry: the machine reaches no network but package registries.
-            "PHOENIX_TELEMETRY_ENABLED": "false",
-        },
-    ).start()
-    try:
-        base = f"http://127.0.0.1:{http_port}"
-        service.wait_http(f"{base}/healthz", timeout_s=PHOENIX_START_TIMEOUT_S)
-        yield Phoenix(base_url=base, grpc_port=grpc_port, service=service)
-    finally:
-        service.stop()
+    with running_phoenix(tmp_path_factory.mktemp("phoenix")) as started:
+        yield started
 
 
 @dataclass(frozen=True)

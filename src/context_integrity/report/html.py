@@ -154,11 +154,22 @@ def _ledger(run: RunRecord) -> str:
     )
 
 
+def _judged(run: RunRecord) -> str:
+    """A run judged from a trace: what reading it assumed, and what could not be judged, and why."""
+    out = ""
+    if run.notes:
+        out += f'<ul class="muted">{"".join(f"<li>{_e(note)}</li>" for note in run.notes)}</ul>'
+    if run.unreachable:
+        items = "".join(f"<li>{_e(reason)}</li>" for reason in run.unreachable)
+        out += f'<h3>Could not be judged <span class="flag warn">unreachable</span></h3><ul>{items}</ul>'
+    return out
+
+
 def _run(index: int, run: RunRecord) -> str:
     findings = (
         "".join(_finding(f) for f in run.findings)
         or '<p class="muted">No findings were filed in this run.</p>'
-    )
+    ) + _judged(run)
     return (
         f'<section class="run" id="run-{index}"><h2>Run {index}: {_e(run.agent)}</h2>'
         f'<p class="muted">trace <code>{_e(run.trace_id)}</code> · started {_e(_when(run.start_time_unix_nano))} · '

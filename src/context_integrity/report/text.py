@@ -250,6 +250,14 @@ def _run_lines(index: int, run: RunRecord, *, verbose: bool, tally: _Tally) -> l
             out.extend(_finding_lines(number, finding, "    ", verbose=verbose))
     else:
         out.append("  findings: none")
+    if run.notes:  # a run judged from a trace: what reading it assumed
+        out.append("  notes:")
+        for note in run.notes:
+            out.extend(_wrap(f"- {note}", "    "))
+    if run.unreachable:
+        out.append(f"  could not be judged ({len(run.unreachable)}):")
+        for reason in run.unreachable:
+            out.extend(_wrap(f"- {reason}", "    "))
     for call in (*run.tool_calls, *run.other_calls):
         if call.external_grounds or call.internal_errors:
             out.append(f"  {_call_header(call)}:")

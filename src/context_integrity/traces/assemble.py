@@ -105,8 +105,12 @@ class Assembler:
         max_open_traces: int = MAX_OPEN_TRACES_JUDGED,
         max_held_chars: int = MAX_HELD_TRACE_CHARS,
         max_spans_per_trace: int = MAX_SPANS_PER_TRACE,
+        whole_traces: bool = False,
     ) -> None:
         self._say = say
+        # A source of whole traces marks each (TraceComplete), its spans in no order: the root span's
+        # arrival then says nothing of the rest.
+        self._settle_on_root = not whole_traces
         self._dialects = dialects
         self._max_open = max_open_traces
         self._max_chars = max_held_chars
@@ -190,7 +194,7 @@ class Assembler:
                     f"than {self._max_chars:,} characters of content; it is judged with what it had"
                 )
                 yield from self._settle(oldest)
-        if span.parent_span_id is None:
+        if span.parent_span_id is None and self._settle_on_root:
             yield from self._settle(trace_id)
 
     def complete(self, trace_id: str) -> Iterator[TracedRun]:

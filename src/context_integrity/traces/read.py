@@ -24,7 +24,9 @@ class TraceRuns:
     Iterating yields each run once its trace is whole; the source is read once, on the first
     iteration. After it, :attr:`problems` holds what could not be used (bounded: the first ones word
     for word, the rest counted), and :attr:`spans`, :attr:`runs` and :attr:`late_spans` count what was
-    read. A source that fails raises :class:`~.sources.SourceError`.
+    read. A source that fails raises :class:`~.sources.SourceError`. Spans handed as an iterable are
+    taken as exported (a trace is whole when its root arrives) unless ``whole_traces`` says each trace
+    comes whole, marked by a :class:`~.sources.TraceComplete`.
     """
 
     def __init__(
@@ -33,9 +35,13 @@ class TraceRuns:
         *,
         description: str | None = None,
         dialects: Sequence[Dialect] = DIALECTS,
+        whole_traces: bool | None = None,
     ) -> None:
         self._source = source
         self._dialects = dialects
+        self._whole_traces = (
+            bool(getattr(source, "whole_traces", False)) if whole_traces is None else whole_traces
+        )
         self.description = description or getattr(source, "description", "spans")
         self.problems = Problems()
         self.spans = 0
@@ -44,7 +50,7 @@ class TraceRuns:
 
     def __iter__(self) -> Iterator[TracedRun]:
         say = self.problems.say
-        assembler = Assembler(say, dialects=self._dialects)
+        assembler = Assembler(say, dialects=self._dialects, whole_traces=self._whole_traces)
         source = self._source
         items = source.items(say) if isinstance(source, SpanSource) else source
         try:

@@ -10,13 +10,19 @@ and its unreachable encounters' reasons beside the ledger.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
+from typing import Final
 
 from ..recording.model import FindingRecord, Recording, RunRecord, ToolCallRecord
 from ..telemetry.schema import decode_finding, finding_attributes, names
+from ..text import plural
 from .model import ModelStep, ToolStep
 from .problems import Problems
-from .replay import JudgedFinding, JudgedRun
+from .replay import JudgedFinding, JudgedRun, Unreachable
+
+# Spans named in one line of what could not be judged; the rest are counted.
+_SPANS_SHOWN: Final = 3
 
 
 def finding_record(judged: JudgedFinding, trace_id: str) -> FindingRecord:
@@ -58,8 +64,28 @@ def run_record(judged: JudgedRun) -> RunRecord:
     record.notes = [f"read as {', '.join(run.dialects) or 'no known dialect'}", *run.notes]
     record.notes.extend(f"{m.what}: {m.why}" for m in run.missing)
     record.notes.extend(f"context-integrity shielded an internal error: {e}" for e in judged.internal_errors)
-    record.unreachable = [u.sentence() for u in judged.unreachable]
+    record.unreachable = unreachable_lines(judged.unreachable)
     return record
+
+
+def unreachable_lines(unreachable: Iterable[Unreachable]) -> list[str]:
+    """One line per distinct (rows, reason): how many encounters it took, on which spans."""
+    grouped: dict[tuple[tuple[str, ...], str], list[str]] = {}
+    for entry in unreachable:
+        rows = tuple(row.render() for row in entry.rows)
+        spans = grouped.setdefault((rows, entry.reason), [])
+        if entry.span_id not in spans:
+            spans.append(entry.span_id)
+    counts = Counter((tuple(r.render() for r in u.rows), u.reason) for u in unreachable)
+    lines = []
+    for (rows, reason), spans in grouped.items():
+        shown = ", ".join(spans[:_SPANS_SHOWN]) + (
+            f" and {len(spans) - _SPANS_SHOWN} more" if len(spans) > _SPANS_SHOWN else ""
+        )
+        lines.append(
+            f"{', '.join(rows)}: {plural(counts[rows, reason], 'encounter')} unreachable: {reason} (span {shown})"
+        )
+    return lines
 
 
 def _call(

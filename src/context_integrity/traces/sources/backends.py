@@ -1,8 +1,8 @@
 """Trace backends' query APIs: Tempo and Jaeger (a trace by id, or a service's traces in a time range).
 
-- **Tempo**: ``GET /api/traces/{id}`` for one trace; ``GET /api/search?tags=service.name=<service>
-  &start=<unix s>&end=<unix s>&limit=<n>`` lists a service's traces (``{"traces": [{"traceID"}, ...]}``),
-  each then fetched by id.
+- **Tempo**: ``GET /api/traces/{id}`` for one trace; ``GET /api/search?q={ resource.service.name =
+  "<service>" }&start=<unix s>&end=<unix s>&limit=<n>`` (TraceQL) lists a service's traces
+  (``{"traces": [{"traceID"}, ...]}``), each then fetched by id.
 - **Jaeger** (the query service's HTTP API, v1 and v2 alike): ``GET /api/traces/{id}``, and
   ``GET /api/traces?service=<service>&start=<unix µs>&end=<unix µs>&limit=<n>``, which answers with
   whole traces.
@@ -95,6 +95,7 @@ def time_range(
 
 class _Backend(SpanSource):
     label: str
+    whole_traces = True
 
     def __init__(
         self,
@@ -142,8 +143,12 @@ class TempoSource(_Backend):
             yield from self._trace(self.trace_id, say)
             return
         assert self.start is not None and self.end is not None
+        assert self.service is not None
         query = {
-            "tags": f"service.name={self.service}",
+            # TraceQL matches the name exactly; the older tag search matches any name containing it.
+            "q": '{ resource.service.name = "'
+            + self.service.replace("\\", "\\\\").replace('"', '\\"')
+            + '" }',
             "start": int(self.start.timestamp()),
             "end": int(self.end.timestamp()) + 1,
             "limit": MAX_SEARCHED_TRACES,

@@ -40,9 +40,15 @@ SourceItem = Span | TraceComplete
 
 class SpanSource(ABC):
     """Spans from one place. ``description`` names it in reports ("recording.jsonl",
-    "Tempo at http://tempo:3200, trace 4bf9...")."""
+    "Tempo at http://tempo:3200, trace 4bf9...").
+
+    ``whole_traces`` says the source hands each trace whole, in no particular order, and marks it
+    with :class:`TraceComplete`: its runs wait for the mark. Otherwise spans come in the order they
+    ended, and a trace's runs are judged when its root span arrives.
+    """
 
     description: str
+    whole_traces: bool = False
 
     @abstractmethod
     def items(self, say: Say) -> Iterator[SourceItem]:

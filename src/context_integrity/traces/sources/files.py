@@ -11,9 +11,9 @@ converted by :mod:`context_integrity.recording.foreign`, and each of its traces 
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
+import re
 import stat
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -28,8 +28,9 @@ from .base import Say, SourceError, SourceItem, SpanSource, TraceComplete
 from .otlp import spans_of_document
 
 _MIB = 1024 * 1024
-# How every OTLP/JSON line we and the Collector write begins: such a first line is not parsed twice.
-_RECORD_START = b'{"resource'
+# How much of a file is looked at to tell one JSON document from OTLP/JSON lines.
+_SNIFF_BYTES = 64 * 1024
+_FIRST_KEY = re.compile(rb'\s*\{\s*"([^"\\]{1,64})"')
 
 
 def _is_otlp(document: object) -> bool:
@@ -59,35 +60,29 @@ class FileSource(SpanSource):
                 f"{self.path} is not a regular file (a pipe or a device); save the traces to a file."
             )
         self.size = info.st_size
+        # One trace document is whole traces in any order; OTLP/JSON lines are spans as they ended.
+        with self._opened() as handle:
+            self.whole_traces = _is_document(handle.read(_SNIFF_BYTES))
 
-    def items(self, say: Say) -> Iterator[SourceItem]:
+    def _opened(self) -> Any:
         try:
             _, handle = open_lines(self.path)
         except OSError as error:
             raise SourceError(f"{self.path} could not be opened ({error.strerror or error}).") from None
-        with handle:  # type: ignore[attr-defined]
-            lines = iter(handle)
-            first = next(lines, None)
-            if first is None:
-                say(f"{self.path} is empty: it holds no spans")
-                return
-            if (
-                _starts_a_document(first)
-                and not first.lstrip().startswith(_RECORD_START)
-                and not _is_otlp(_loaded(first))
-            ):
-                document = self._whole_document(first, lines)
+        return handle
+
+    def items(self, say: Say) -> Iterator[SourceItem]:
+        with self._opened() as handle:
+            if self.whole_traces:
+                document = self._whole_document(handle)
                 if document is not None:
                     yield from document_items(document, self.description, say)
                     return
                 # Not one JSON document after all: read line by line, which says what each line is.
-                handle.seek(0)  # type: ignore[attr-defined]
-                lines = iter(handle)
-            else:
-                lines = itertools.chain([first], lines)
-            yield from _line_items(lines, say)
+                handle.seek(0)
+            yield from _line_items(handle, say)
 
-    def _whole_document(self, first: bytes, rest: Iterator[bytes]) -> dict[str, Any] | None:
+    def _whole_document(self, handle: Any) -> dict[str, Any] | None:
         if self.size > MAX_TRACE_DOCUMENT_BYTES:
             raise SourceError(
                 f"{self.path} is one JSON document of {self.size / _MIB:.0f} MiB, above the "
@@ -95,23 +90,19 @@ class FileSource(SpanSource):
                 "piece by piece). Export the trace as OTLP/JSON lines (the Collector's file exporter), "
                 "which is read a line at a time."
             )
-        text = b"".join(itertools.chain([first], rest))
         try:
-            document = json.loads(text)
+            document = json.loads(handle.read(MAX_TRACE_DOCUMENT_BYTES + 1))
         except (ValueError, RecursionError):
             return None
         return document if isinstance(document, dict) else None
 
 
-def _starts_a_document(line: bytes) -> bool:
-    return line.lstrip()[:1] == b"{"
-
-
-def _loaded(line: bytes) -> object:
-    try:
-        return json.loads(line)
-    except (ValueError, RecursionError):
-        return None
+def _is_document(head: bytes) -> bool:
+    """Whether a file beginning ``head`` is one JSON document (its first key names no OTLP/JSON
+    signal: Tempo's ``batches`` or ``trace``, Jaeger's ``data``) rather than OTLP/JSON lines. Read
+    from the first key, so a line of megabytes is not parsed to find out."""
+    first = _FIRST_KEY.match(head)
+    return first is not None and first[1].decode("utf-8", "replace") not in RESOURCE_KEYS
 
 
 def _line_items(lines: Iterable[bytes], say: Say) -> Iterator[SourceItem]:
@@ -128,7 +119,9 @@ def _line_items(lines: Iterable[bytes], say: Say) -> Iterator[SourceItem]:
         elif not _is_otlp(document):
             keys = ", ".join(clip(str(key), 40) for key in list(document)[:5]) or "none"
             problem(number, f"no {RESOURCE_SPANS} key, so it holds no OTLP/JSON spans (keys found: {keys})")
-    if documents.data_lines == 0:
+    if documents.lines == 0:
+        say("the file is empty: it holds no spans")
+    elif documents.data_lines == 0:
         say("the file holds only blank lines: no spans")
 
 

@@ -51,6 +51,8 @@ _EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
 class PhoenixSource(SpanSource):
     """A Phoenix project's traces."""
 
+    whole_traces = True
+
     def __init__(
         self,
         base_url: str,
