@@ -10,10 +10,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from . import demo, report
+from . import demo, report, serve
 
 # THE list of subcommands, in the order help lists them.
-SUBCOMMANDS = (demo, report)
+SUBCOMMANDS = (demo, report, serve)
 
 
 def parser() -> argparse.ArgumentParser:

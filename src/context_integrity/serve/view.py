@@ -99,8 +99,8 @@ def span_of(span: trace_pb2.Span, resource: Mapping[str, object], scope: str | N
 
 
 def place_of(span: Span) -> Span:
-    """Only where ``span`` sits in its trace (ids, name, times, status): what the assembler needs of a
-    span no dialect reads, to follow the parent links through it."""
+    """Only where ``span`` sits in its trace (ids, name, times, status, its resource and scope): what
+    the assembler needs of a span beside its reading, to follow parent links and name the service."""
     return Span(
         trace_id=span.trace_id,
         span_id=span.span_id,
@@ -110,5 +110,7 @@ def place_of(span: Span) -> Span:
         end_time_unix_nano=span.end_time_unix_nano,
         status=span.status,
         status_message=span.status_message,
+        resource=span.resource,
+        scope=span.scope,
         origin=span.origin,
     )
