@@ -28,6 +28,8 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1 import trace_pb2
 from tests.traces.shapes import (
@@ -42,8 +44,10 @@ from tests.traces.shapes import (
 )
 
 from context_integrity.serve.judging import TraceJudge
+from context_integrity.serve.view import span_of
 from context_integrity.telemetry.schema import decode_summary, finding_event_attributes, names
 from context_integrity.traces import JudgedRun, judge_runs, read_runs
+from context_integrity.traces.detect import detect
 
 from ._parts import DIALS, Out, failing_judge, judge_counting, request_of, rig
 
@@ -348,3 +352,55 @@ def test_a_span_without_a_proper_trace_id_goes_out_as_it_came() -> None:
     test.flush()
     assert [out.proto for out in test.target.spans()] == [span]
     assert len(test.stage.hold) == 0
+
+
+# ── the cheap test a span meets before it is decoded ─────────────────────
+
+KEYS = st.sampled_from(
+    [
+        names.GEN_AI_OPERATION_NAME,
+        names.GEN_AI_TOOL_NAME,
+        "gen_ai.operation",
+        "operation.name",
+        "http.request.method",
+        "x" + names.GEN_AI_OPERATION_NAME,
+    ]
+)
+SCOPES = st.sampled_from([names.INSTRUMENTATION_NAME, "context_integrity.other", "web", "", "pydantic-ai"])
+OPERATIONS = st.sampled_from(
+    [
+        names.OPERATION_EXECUTE_TOOL,
+        names.OPERATION_CHAT,
+        names.OPERATION_INVOKE_AGENT,
+        "embeddings",
+        "",
+        "GET",
+    ]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.lists(KEYS, max_size=4), OPERATIONS, SCOPES), min_size=1, max_size=6))
+def test_a_span_is_held_exactly_when_a_dialect_reads_agent_work_in_it(
+    shapes: list[tuple[list[str], str, str]],
+) -> None:
+    """The signs let the stage skip decoding spans no dialect could claim; they must never skip one
+    a dialect would read as agent work, nor hold one it would not."""
+    test = rig()
+    request = ExportTraceServiceRequest()
+    resource_spans = request.resource_spans.add()
+    expected: dict[bytes, bool] = {}
+    for index, (keys, operation, scope) in enumerate(shapes):
+        scope_spans = resource_spans.scope_spans.add()
+        scope_spans.scope.name = scope
+        span = scope_spans.spans.add()
+        span.trace_id = index.to_bytes(16, "big")
+        span.span_id = (index + 1).to_bytes(8, "big")
+        span.name = names.tool_span_name("lookup")
+        for key in dict.fromkeys(keys):
+            pair = span.attributes.add(key=key)
+            pair.value.string_value = operation if key == names.GEN_AI_OPERATION_NAME else "lookup"
+        _, reading = detect(span_of(span, {}, scope), lambda text: None)
+        expected[span.trace_id] = reading is not None
+    test.stage.accept(request)
+    assert {trace_id: test.stage.hold.is_held(trace_id) for trace_id in expected} == expected

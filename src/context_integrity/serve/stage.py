@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.trace.v1 import trace_pb2
 
 from ..limits import (
     SERVE_MAX_NOTES_PER_TRACE,
@@ -38,6 +39,7 @@ from ..limits import (
 from ..telemetry.schema import names
 from ..text import clip
 from ..traces.detect import detect
+from ..traces.dialects import DIALECTS
 from ..traces.readings import AgentReading
 from ..traces.replay import JudgedRun
 from ..traces.spans import Span
@@ -54,7 +56,7 @@ from .metrics import (
     UNJUDGED_TRACE_FULL,
     StageMetrics,
 )
-from .view import attributes_of, place_of, span_of
+from .view import attributes_of, place_of, proto_place_of, signs_of, span_of
 from .wire import SPAN_ID_BYTES, TRACE_ID_BYTES
 
 logger = logging.getLogger("context_integrity.serve")
@@ -74,10 +76,42 @@ class _Work:
     held: HeldSpan
 
 
+class _Resource:
+    """One ``ResourceSpans``' resource, its attributes decoded and its bytes taken when first asked."""
+
+    __slots__ = ("_attributes", "_key", "_resource_spans")
+
+    def __init__(self, resource_spans: trace_pb2.ResourceSpans) -> None:
+        self._resource_spans = resource_spans
+        self._attributes: dict[str, object] | None = None
+        self._key: bytes | None = None
+
+    @property
+    def attributes(self) -> dict[str, object]:
+        if self._attributes is None:
+            self._attributes = attributes_of(self._resource_spans.resource.attributes)
+        return self._attributes
+
+    def key(self) -> bytes:
+        if self._key is None:
+            self._key = self._resource_spans.resource.SerializeToString()
+        return self._key
+
+
 @dataclass(slots=True)
 class _Place:
+    """A span no dialect reads: forwarded at once; where it sits is kept if its trace is held."""
+
     trace_id: bytes
-    place: Span
+    span: trace_pb2.Span
+    resource: _Resource
+    scope: str
+    view: Span | None
+
+    def place(self) -> Span:
+        if self.view is not None:
+            return place_of(self.view)
+        return proto_place_of(self.span, self.resource.attributes, self.scope)
 
 
 @dataclass(slots=True)
@@ -109,6 +143,7 @@ class Stage:
         self._thread = threading.Thread(target=self._judge_loop, name="serve-judge", daemon=True)
         self.ready = False
         self._dialect_failures = 0
+        self._signs = signs_of(DIALECTS)
 
     # ── receiving ───────────────────────────────────────────────────
     def accept(self, request: ExportTraceServiceRequest, body: bytes | None = None) -> None:
@@ -118,11 +153,11 @@ class Stage:
         held it is forwarded as it came, without encoding it again.
         """
         now = self._clock()
+        signs = self._signs
         decided: list[list[list[object]]] = []
         total = 0
         for resource_spans in request.resource_spans:
-            resource_attributes: dict[str, object] | None = None
-            resource_key: bytes | None = None
+            resource = _Resource(resource_spans)
             per_scope: list[list[object]] = []
             decided.append(per_scope)
             for scope_spans in resource_spans.scope_spans:
@@ -130,15 +165,22 @@ class Stage:
                 per_scope.append(per_span)
                 envelope: Envelope | None = None
                 scope_name = scope_spans.scope.name
+                # Spans that carry no dialect's sign are no agent work: not decoded at all.
+                sifted = signs is not None and not signs.scope_may_claim(scope_name)
                 for span in scope_spans.spans:
                     total += 1
                     if len(span.trace_id) != TRACE_ID_BYTES or len(span.span_id) != SPAN_ID_BYTES:
                         per_span.append(None)  # no trace to hold it in: forwarded as it came
                         continue
-                    if resource_attributes is None:
-                        resource_attributes = attributes_of(resource_spans.resource.attributes)
+                    data: bytes | None = None
+                    if sifted:
+                        assert signs is not None
+                        data = span.SerializeToString()
+                        if not signs.may_claim(data):
+                            per_span.append(_Place(span.trace_id, span, resource, scope_name, None))
+                            continue
                     try:
-                        view = span_of(span, resource_attributes, scope_name)
+                        view = span_of(span, resource.attributes, scope_name)
                         dialect, reading = detect(view, self._say_dialect)
                     except Exception as error:  # our own bug: the span still goes on, unjudged
                         logger.error(
@@ -150,13 +192,11 @@ class Stage:
                         if view.scope == names.INSTRUMENTATION_NAME and view.name == names.DISPOSITION_SPAN:
                             per_span.append(_SourceSummary(span.trace_id))
                         else:
-                            per_span.append(_Place(span.trace_id, place_of(view)))
+                            per_span.append(_Place(span.trace_id, span, resource, scope_name, view))
                         continue
                     if envelope is None:
-                        if resource_key is None:
-                            resource_key = resource_spans.resource.SerializeToString()
                         envelope = (
-                            resource_key,
+                            resource.key(),
                             resource_spans.schema_url,
                             scope_spans.scope.SerializeToString(),
                             scope_spans.schema_url,
@@ -166,7 +206,7 @@ class Stage:
                         _Work(
                             span.trace_id,
                             HeldSpan(
-                                span.SerializeToString(),
+                                data if data is not None else span.SerializeToString(),
                                 envelope,
                                 place_of(view),
                                 dialect.key,
@@ -215,7 +255,8 @@ class Stage:
                         else:
                             if got_lock:
                                 if isinstance(item, _Place):
-                                    hold.place(item.trace_id, item.place, now)
+                                    if hold.is_held(item.trace_id):  # its place, only where needed
+                                        hold.place(item.trace_id, item.place(), now)
                                 elif isinstance(item, _SourceSummary):
                                     hold.mark_judged_at_source(item.trace_id, now)
                                     run_arrived = True

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Final
 
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
@@ -96,6 +97,50 @@ def span_of(span: trace_pb2.Span, resource: Mapping[str, object], scope: str | N
         scope=scope or None,
         origin="the pipeline",
     )
+
+
+def proto_place_of(span: trace_pb2.Span, resource: Mapping[str, object], scope: str | None) -> Span:
+    """:func:`place_of` a span never decoded whole."""
+    status = span.status
+    return Span(
+        trace_id=span.trace_id.hex(),
+        span_id=span.span_id.hex(),
+        parent_span_id=span.parent_span_id.hex() or None,
+        name=span.name,
+        start_time_unix_nano=_time(span.start_time_unix_nano),
+        end_time_unix_nano=_time(span.end_time_unix_nano),
+        status=STATUS_NAMES.get(status.code, f"code {status.code}"),
+        status_message=status.message,
+        resource=resource,
+        scope=scope or None,
+        origin="the pipeline",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Signs:
+    """What a span must carry for some dialect to claim it (each dialect's ``signs``): a scope name,
+    or a string in the span's serialized bytes (an attribute key). ``None`` when a dialect says none:
+    every span is then asked."""
+
+    scopes: frozenset[str]
+    in_bytes: tuple[bytes, ...]
+
+    def scope_may_claim(self, scope: str) -> bool:
+        return scope in self.scopes
+
+    def may_claim(self, data: bytes) -> bool:
+        return any(sign in data for sign in self.in_bytes)
+
+
+def signs_of(dialects: Iterable[object]) -> Signs | None:
+    found: list[str] = []
+    for dialect in dialects:
+        signs = getattr(dialect, "signs", None)
+        if not signs:
+            return None
+        found.extend(signs)
+    return Signs(frozenset(found), tuple(sign.encode("utf-8") for sign in found))
 
 
 def place_of(span: Span) -> Span:

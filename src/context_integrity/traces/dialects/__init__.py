@@ -31,7 +31,13 @@ class Dialect(Protocol):
     key: str
 
     def claims(self, span: Span) -> bool:
-        """Whether ``span`` is written in this dialect. Cheap: it is asked of every span."""
+        """Whether ``span`` is written in this dialect. Cheap: it is asked of every span.
+
+        A dialect may also say ``signs``: strings one of which every span it claims carries, as an
+        attribute key or as its instrumentation scope's name. The pipeline stage (``serve``) looks
+        for them in a span's bytes before it decodes the span, and asks no dialect of a span that
+        carries none of any dialect's signs; a dialect without ``signs`` is asked of every span.
+        """
         ...
 
     def read(self, span: Span) -> Reading | None:

@@ -371,6 +371,8 @@ class GenAIDialect:
     """The OpenTelemetry GenAI semantic conventions."""
 
     key = KEY
+    # What every span it claims carries (see Dialect.claims): the operation's attribute key.
+    signs: Final = (names.GEN_AI_OPERATION_NAME,)
 
     def claims(self, span: Span) -> bool:
         return names.GEN_AI_OPERATION_NAME in span.attributes

@@ -125,6 +125,8 @@ class OursDialect:
     """The spans this library writes (instrumentation scope ``context_integrity``)."""
 
     key = KEY
+    # What every span it claims carries (see Dialect.claims): our instrumentation scope's name.
+    signs: Final = (names.INSTRUMENTATION_NAME,)
 
     def claims(self, span: Span) -> bool:
         return span.scope == names.INSTRUMENTATION_NAME
