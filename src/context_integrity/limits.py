@@ -191,9 +191,14 @@ SERVE_QUIET_SECONDS: Final = 2.0
 SERVE_MAX_WAIT_SECONDS: Final = 60.0
 # Traces held at once, and the serialized bytes of their held spans together. Past either, the
 # arriving span of a new trace is forwarded unjudged and counted: the sender is never made to wait
-# for room. Each held byte costs about four in the process (the span's reading beside its bytes).
+# for room.
 SERVE_MAX_HELD_TRACES: Final = 10_000
-SERVE_MAX_HELD_BYTES: Final = 256 * 1024 * 1024
+SERVE_MAX_HELD_BYTES: Final = 96 * 1024 * 1024
+# What the hold costs in memory for each serialized byte it counts: a held span keeps its bytes, where
+# it sits, and what its dialect read of it (decoded messages and rows), measured at 2.6x (pydantic-ai's
+# spans) to 4.8x (the GenAI conventions' shapes with their histories). So the hold stays under
+# SERVE_MAX_HELD_BYTES times this, about 600 MiB, however many traces are open.
+SERVE_HELD_MEMORY_PER_BYTE: Final = 6
 # Spans one held trace keeps; later ones of that trace are forwarded unjudged and counted.
 SERVE_MAX_SPANS_PER_TRACE: Final = 10_000
 # The longest a receiving thread waits for the hold's lock before it forwards its spans unjudged:

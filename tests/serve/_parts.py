@@ -183,3 +183,58 @@ def judge_counting(
         return inner(trace, say)
 
     return judge
+
+
+# ── many small traces, built straight as protobuf ────────────────────────
+
+MISTYPED_EVERY = 10  # every tenth trace's tool returns a number where a string is declared
+
+
+def small_traces(count: int, *, first: int = 0, run_span: bool = True) -> ExportTraceServiceRequest:
+    """``count`` agent runs in the GenAI conventions, two spans each (a ``list_hosts`` call under an
+    ``invoke_agent`` span); every :data:`MISTYPED_EVERY`-th returns a mistyped ``wwpn``."""
+    request = ExportTraceServiceRequest()
+    resource_spans = request.resource_spans.add()
+    service = resource_spans.resource.attributes.add(key="service.name")
+    service.value.string_value = "fleet-agent"
+    spans = resource_spans.scope_spans.add()
+    spans.scope.name = "some-genai-instrumentation"
+    for index in range(first, first + count):
+        trace_id = index.to_bytes(16, "big")
+        run_id = (2 * index + 1).to_bytes(8, "big")
+        wwpn: object = 7 if index % MISTYPED_EVERY == 0 else "c0:50:76"
+        tool = spans.spans.add(
+            trace_id=trace_id,
+            span_id=(2 * index + 2).to_bytes(8, "big"),
+            parent_span_id=run_id,
+            name=names.tool_span_name("list_hosts"),
+            start_time_unix_nano=1_000 + index,
+            end_time_unix_nano=2_000 + index,
+        )
+        for key, value in (
+            (names.GEN_AI_OPERATION_NAME, names.OPERATION_EXECUTE_TOOL),
+            (names.GEN_AI_TOOL_NAME, "list_hosts"),
+            (names.GEN_AI_TOOL_CALL_ID, f"call-{index}"),
+            (names.GEN_AI_TOOL_CALL_ARGUMENTS, "{}"),
+            (names.GEN_AI_TOOL_CALL_RESULT, json.dumps([{"host": f"esx-{index}", "wwpn": wwpn}])),
+        ):
+            tool.attributes.add(key=key).value.string_value = value
+        if not run_span:
+            continue
+        run = spans.spans.add(
+            trace_id=trace_id,
+            span_id=run_id,
+            name=names.run_span_name("fleet"),
+            start_time_unix_nano=500 + index,
+            end_time_unix_nano=3_000 + index,
+        )
+        for key, value in (
+            (names.GEN_AI_OPERATION_NAME, names.OPERATION_INVOKE_AGENT),
+            (names.GEN_AI_AGENT_NAME, "fleet"),
+        ):
+            run.attributes.add(key=key).value.string_value = value
+    return request
+
+
+def span_keys(spans: Iterable[trace_pb2.Span]) -> set[tuple[bytes, bytes]]:
+    return {(span.trace_id, span.span_id) for span in spans}

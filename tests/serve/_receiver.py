@@ -4,6 +4,8 @@ stopped and started again on the same port (a forward target killed and restarte
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import threading
 from concurrent import futures
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -58,12 +60,18 @@ class HttpOtlpReceiver:
         self.port = port
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._connections: set[socket.socket] = set()
 
     def start(self) -> HttpOtlpReceiver:
         received = self.received
+        connections = self._connections
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+
+            def setup(self) -> None:
+                super().setup()
+                connections.add(self.connection)
 
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
@@ -96,10 +104,16 @@ class HttpOtlpReceiver:
         return f"http://127.0.0.1:{self.port}"
 
     def stop(self) -> None:
+        """Stop listening and cut every open connection: the receiver is gone, as a killed one is."""
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+        for connection in list(self._connections):
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+            connection.close()
+        self._connections.clear()
         if self._thread is not None:
             self._thread.join(timeout=10)
 
