@@ -1,7 +1,8 @@
 """The layers in DESIGN.md hold, because a test reads every import in src/.
 
 The laws under test: a check imports neither the judge nor telemetry; only ``telemetry/`` and
-``integrations/`` import OpenTelemetry; only ``integrations/`` imports a framework; ``recording/`` and
+``integrations/`` import OpenTelemetry, and ``serve/`` only its protocol (``opentelemetry-proto``);
+only ``integrations/`` imports a framework; ``recording/`` and
 ``report/`` never import the SDK; the public surface is small; and ``import context_integrity.checks``
 works with OpenTelemetry not installed. Imports are read from the syntax tree (including imports inside
 functions), so a lazy import is still an import.
@@ -94,7 +95,22 @@ def test_the_judge_never_imports_opentelemetry_or_telemetry() -> None:
 
 
 def test_only_telemetry_and_integrations_import_opentelemetry() -> None:
-    assert _violations(_outside("telemetry", "integrations"), ("opentelemetry",)) == []
+    assert _violations(_outside("telemetry", "integrations", "serve"), ("opentelemetry",)) == []
+
+
+def test_the_pipeline_stage_imports_opentelemetry_proto_and_never_the_sdk() -> None:
+    """``serve/`` speaks OTLP with opentelemetry-proto and grpcio: never the SDK or the API, never a
+    telemetry module that does, never a framework."""
+    files = _sources("serve")
+    assert files
+    proto = [m for p in files for m in _imports(p) if m.startswith("opentelemetry.proto")]
+    assert proto, "serve/ reads OTLP with opentelemetry-proto"
+    others = [
+        line
+        for line in _violations(files, ("opentelemetry", *_sdk_users(), *FRAMEWORKS))
+        if not line.split(" imports ", 1)[1].startswith("opentelemetry.proto.")
+    ]
+    assert others == []
 
 
 def test_only_integrations_import_a_framework() -> None:
