@@ -21,6 +21,12 @@ TEMPO_FILE = CONFIG / "tempo" / "tempo.yaml"
 DATASOURCES_FILE = CONFIG / "grafana" / "provisioning" / "datasources" / "datasources.yaml"
 DASHBOARD_PROVIDERS_FILE = CONFIG / "grafana" / "provisioning" / "dashboards" / "dashboards.yaml"
 DASHBOARD_FILES = sorted((CONFIG / "grafana" / "dashboards").glob("*.json"))
+# The judge (`context-integrity serve`): its image, its example contracts, its Kubernetes example.
+DEPLOY = REPO / "deploy"
+SERVE_DOCKERFILE = DEPLOY / "serve.Dockerfile"
+SERVE_CONTRACTS = DEPLOY / "contracts.toml"
+K8S_SERVE = DEPLOY / "k8s" / "serve.yaml"
+K8S_COLLECTOR = DEPLOY / "k8s" / "collector.yaml"
 
 
 def load_yaml(path: Path) -> Any:
@@ -33,6 +39,16 @@ def load_json(path: Path) -> Any:
         return json.load(handle)
 
 
+def load_yaml_documents(path: Path) -> list[Any]:
+    with path.open(encoding="utf-8") as handle:
+        return [document for document in yaml.safe_load_all(handle) if document is not None]
+
+
 def every_deployment_file() -> list[Path]:
-    """Every text file an operator deploys: compose plus everything under collector-config/."""
-    return [COMPOSE_FILE, *sorted(p for p in CONFIG.rglob("*") if p.is_file() and p.suffix != ".pyc")]
+    """Every text file an operator deploys: compose, everything under collector-config/ and deploy/."""
+    return [
+        COMPOSE_FILE,
+        *sorted(
+            p for root in (CONFIG, DEPLOY) for p in root.rglob("*") if p.is_file() and p.suffix != ".pyc"
+        ),
+    ]

@@ -8,8 +8,9 @@ The laws under test:
 
 - Collector: every component a pipeline names is defined, every defined component is used; the
   memory limiter runs first and batching last; the content processor deletes every
-  ``names.CONTENT_ATTRIBUTES`` key from spans, span events and log records, sits in the traces and
-  logs pipelines, and is switched by the environment variable the compose file passes.
+  ``names.CONTENT_ATTRIBUTES`` key from spans, span events and log records, sits in every pipeline
+  that stores traces (after the judge, which reads content) and in the logs pipeline, and is switched
+  by the environment variable the compose file passes.
 - Addresses: every host:port that one file points at is a compose service that exposes that port;
   every port a component listens on is exposed by its service; every health check probes its own
   service's port.
@@ -240,13 +241,28 @@ def test_the_pipelines_send_traces_to_jaeger_and_tempo_and_metrics_to_prometheus
 ) -> None:
     pipelines = collector["service"]["pipelines"]
     trace_targets = {
-        host_port(collector["exporters"][e]["endpoint"])[0] for e in pipelines["traces"]["exporters"]
+        host_port(collector["exporters"][e]["endpoint"])[0] for e in storing_exporters(collector)
     }
     assert trace_targets == {"jaeger", "tempo"}
     assert [e.split("/")[0] for e in pipelines["metrics"]["exporters"]] == ["prometheus"]
     prometheus_exporter = collector["exporters"]["prometheus"]
     # service.name must reach the alert rules as a label.
     assert prometheus_exporter["resource_to_telemetry_conversion"]["enabled"] is True
+
+
+def storing_pipelines(collector: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The trace pipelines that send traces to storage (an exporter with an endpoint): not the
+    load-balancing layer in front of the judge, which sends them on to be judged."""
+    return {
+        name: spec
+        for name, spec in collector["service"]["pipelines"].items()
+        if name.split("/")[0] == "traces"
+        and any("endpoint" in (collector["exporters"][e] or {}) for e in spec["exporters"])
+    }
+
+
+def storing_exporters(collector: dict[str, Any]) -> list[str]:
+    return [e for spec in storing_pipelines(collector).values() for e in spec["exporters"]]
 
 
 def _content_processor(collector: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -282,7 +298,8 @@ def test_the_content_processor_guards_traces_and_logs_and_is_switched_by_compose
 ) -> None:
     processor_id, spec = _content_processor(collector)
     pipelines = collector["service"]["pipelines"]
-    assert processor_id in pipelines["traces"]["processors"]
+    stored = storing_pipelines(collector)
+    assert stored and all(processor_id in each["processors"] for each in stored.values())
     assert processor_id in pipelines["logs"]["processors"]
     toggles = set(re.findall(r"\$\{env:(\w+):-false\}", str(spec)))
     assert len(toggles) == 1, toggles
@@ -294,7 +311,12 @@ def test_the_content_processor_guards_traces_and_logs_and_is_switched_by_compose
 def test_every_port_the_collector_listens_on_is_exposed(
     collector: dict[str, Any], services: dict[str, Any]
 ) -> None:
-    listening = {host_port(p["endpoint"])[1] for p in collector["receivers"]["otlp"]["protocols"].values()}
+    listening = {
+        host_port(p["endpoint"])[1]
+        for receiver_id, receiver in collector["receivers"].items()
+        if receiver_id.split("/")[0] == "otlp"
+        for p in receiver["protocols"].values()
+    }
     listening.add(host_port(collector["exporters"]["prometheus"]["endpoint"])[1])
     listening |= {host_port(e["endpoint"])[1] for e in collector["extensions"].values()}
     assert listening <= exposed_ports(services["collector"])
@@ -314,10 +336,22 @@ def referenced_addresses(
         endpoint = (exporter or {}).get("endpoint", "")
         if endpoint and not endpoint.startswith("0.0.0.0"):  # 0.0.0.0: a listening exporter
             found.append((COLLECTOR_FILE.name, endpoint))
+    for exporter_id, exporter in collector["exporters"].items():
+        dns = (
+            (exporter or {}).get("resolver", {}).get("dns")
+            if exporter_id.split("/")[0] == "loadbalancing"
+            else None
+        )
+        if dns:  # the load-balancing exporter reaches every replica behind one name
+            found.append((COLLECTOR_FILE.name, f"{dns['hostname']}:{dns['port']}"))
     prometheus = load_yaml(PROMETHEUS_FILE)
     for job in prometheus["scrape_configs"]:
-        for static in job["static_configs"]:
+        for static in job.get("static_configs", []):
             found.extend((PROMETHEUS_FILE.name, t) for t in static["targets"])
+        for discovered in job.get("dns_sd_configs", []):
+            found.extend(
+                (PROMETHEUS_FILE.name, f"{name}:{discovered['port']}") for name in discovered["names"]
+            )
     for am in prometheus["alerting"]["alertmanagers"]:
         for static in am["static_configs"]:
             found.extend((PROMETHEUS_FILE.name, t) for t in static["targets"])
