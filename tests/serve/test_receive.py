@@ -33,8 +33,6 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from tests.traces.shapes import document, triage_trace
 
-from context_integrity.contracts import define_contract
-from context_integrity.judge import ContractBook
 from context_integrity.limits import SERVE_MAX_REQUEST_BYTES
 from context_integrity.serve.forward import target_of
 from context_integrity.serve.hold import HoldLimits
@@ -42,23 +40,11 @@ from context_integrity.serve.judging import TraceJudge
 from context_integrity.serve.server import Server
 from context_integrity.telemetry.schema import names
 
+from ._agent import TOOL, book, run_agent
 from ._parts import DIALS, spans_in
 from ._receiver import GrpcOtlpReceiver, HttpOtlpReceiver
 
 ARRIVE_S = 30
-TOOL = "host_group_mappings"
-ROWS: list[dict[str, object]] = [
-    {"logical_unit_number": "", "host_group": "hg-1"},
-    {"logical_unit_number": 3, "host_group": "hg-2"},
-]
-
-
-def book() -> ContractBook:
-    contracts = ContractBook()
-    contracts.declare(
-        define_contract(TOOL, result_columns={"logical_unit_number": "number", "host_group": "string"})
-    )
-    return contracts
 
 
 @dataclass
@@ -95,35 +81,6 @@ def running(request: pytest.FixtureRequest) -> Iterator[Running]:
     yield started
     started.server.stop(bound_seconds=5)
     next_hop.stop()
-
-
-def run_agent(exporter: Any) -> None:
-    """A pydantic-ai agent under pydantic-ai's own instrumentation, exported by ``exporter``."""
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-    from pydantic_ai import Agent
-    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
-    from pydantic_ai.models.function import AgentInfo, FunctionModel
-    from pydantic_ai.models.instrumented import InstrumentationSettings
-
-    provider = TracerProvider(resource=Resource.create({"service.name": "storage-agent"}))
-    provider.add_span_processor(BatchSpanProcessor(exporter))
-
-    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        if len(messages) == 1:
-            return ModelResponse(parts=[ToolCallPart(TOOL, {}, tool_call_id="call-1")])
-        return ModelResponse(parts=[TextPart("LUN 0 is on hg-1.")])
-
-    agent = Agent(FunctionModel(model), name="storage")
-    agent.instrument = InstrumentationSettings(tracer_provider=provider, include_content=True)
-
-    @agent.tool_plain
-    def host_group_mappings() -> list[dict[str, object]]:
-        return [dict(row) for row in ROWS]
-
-    assert agent.run_sync("Which host group has LUN 0?").output == "LUN 0 is on hg-1."
-    provider.shutdown()
 
 
 def wait_for_summary(next_hop: HttpOtlpReceiver | GrpcOtlpReceiver) -> list[Any]:
