@@ -224,8 +224,17 @@ def test_an_application_span_between_an_agent_and_its_tools_gives_its_place(tmp_
     expected = offline(trace, tmp_path)
     assert sorted(f.finding.kind for run in expected for f in run.findings) == ["column-type-mismatch"] * 2
     test = rig()
-    test.accept(trace)
+    work, application = Trace(trace.trace_id), Trace(trace.trace_id)
+    for node in trace.spans:
+        (application if node["name"].startswith("POST") else work).spans.append(node)
+    test.accept(work)
+    # The application's spans come in a request of their own, as its own exporter sends them: the
+    # request goes out as the bytes that came, and their places are kept all the same.
+    request = request_of(application)
+    body = request.SerializeToString()
+    test.stage.accept(request, body)
     test.flush()
+    assert test.target.payloads == [body]
     assert {out.view.name for out in test.target.spans()} == {"POST /work", "POST /ask"}  # at once
     test.after(5.0)
     written = [(out.view.span_id, f.kind) for out in test.target.spans() for f in out.findings]

@@ -154,6 +154,9 @@ class Stage:
         """
         now = self._clock()
         signs = self._signs
+        if body is not None and signs is not None and not signs.may_claim(body):
+            self._pass_through(request, body, now)  # not one span of it can be agent work
+            return
         decided: list[list[list[object]]] = []
         total = 0
         for resource_spans in request.resource_spans:
@@ -219,6 +222,31 @@ class Stage:
         self.metrics.received.inc(total)
         forward_now = self._hold(decided, now)
         self._forward_now(request, body, decided, forward_now, total, now)
+
+    def _pass_through(self, request: ExportTraceServiceRequest, body: bytes, now: float) -> None:
+        """A request in which no dialect's sign appears: forwarded as it came. Only where one of its
+        spans belongs to a held trace is where it sits kept, for the assembler."""
+        total = 0
+        hold = self.hold
+        placed = bool(len(hold)) and hold.lock.acquire(timeout=SERVE_MAX_SENDER_WAIT_SECONDS)
+        try:
+            for resource_spans in request.resource_spans:
+                resource: _Resource | None = None
+                for scope_spans in resource_spans.scope_spans:
+                    spans = scope_spans.spans
+                    total += len(spans)
+                    if not placed:
+                        continue
+                    for span in spans:
+                        if hold.is_held(span.trace_id):
+                            resource = resource or _Resource(resource_spans)
+                            place = proto_place_of(span, resource.attributes, scope_spans.scope.name)
+                            hold.place(span.trace_id, place, now)
+        finally:
+            if placed:
+                hold.lock.release()
+        self.metrics.received.inc(total)
+        self.forwarder.put(body, total, now)
 
     def _hold(self, decided: list[list[list[object]]], now: float) -> list[list[list[bool]]]:
         """Offer each span of agent work to the hold; which spans go out now."""
