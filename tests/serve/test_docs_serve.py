@@ -44,6 +44,10 @@ def test_every_metric_and_reason_is_in_the_table() -> None:
     table = DOC.split("## Its own telemetry", 1)[1].split("\n## ", 1)[0]
     listed = set(re.findall(r"^\| `(context_integrity_\w+)`", table, re.M))
     assert listed == served
-    for reasons in (stage_metrics.DROPPED_REASONS, stage_metrics.UNJUDGED_REASONS, stage_metrics.REFUSED_REASONS):
+    for reasons in (
+        stage_metrics.DROPPED_REASONS,
+        stage_metrics.UNJUDGED_REASONS,
+        stage_metrics.REFUSED_REASONS,
+    ):
         for reason in reasons:
             assert f"`{reason}`" in table, reason

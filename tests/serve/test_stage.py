@@ -224,10 +224,10 @@ def test_an_application_span_between_an_agent_and_its_tools_gives_its_place(tmp_
     expected = offline(trace, tmp_path)
     assert sorted(f.finding.kind for run in expected for f in run.findings) == ["column-type-mismatch"] * 2
     test = rig()
-    work, application = Trace(trace.trace_id), Trace(trace.trace_id)
+    agent_work, application = Trace(trace.trace_id), Trace(trace.trace_id)
     for node in trace.spans:
-        (application if node["name"].startswith("POST") else work).spans.append(node)
-    test.accept(work)
+        (application if node["name"].startswith("POST") else agent_work).spans.append(node)
+    test.accept(agent_work)
     # The application's spans come in a request of their own, as its own exporter sends them: the
     # request goes out as the bytes that came, and their places are kept all the same.
     request = request_of(application)
