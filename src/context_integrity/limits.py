@@ -158,10 +158,10 @@ MAX_DROPPED_TRACES_NAMED: Final = 20
 MAX_OPEN_TRACES_JUDGED: Final = 1024
 # Characters of attribute text the held traces keep together (content capture makes a model call's
 # span carry its whole history). Past it the oldest other traces are judged early; a single trace past
-# it alone keeps what it has and its later spans are counted, not read (their checks unreachable).
-# Python objects of the decoded content take a few times their characters: this bounds the reader's
-# memory near 1 GiB however large the source or one of its traces.
-MAX_HELD_TRACE_CHARS: Final = 96 * 1024 * 1024
+# it alone keeps what it has and its later spans are counted, not read (the run's checks then read
+# unreachable). The decoded content takes a few bytes a character: a 100 MB trace is read in about
+# 250 MB, however large the source or one of its traces.
+MAX_HELD_TRACE_CHARS: Final = 64 * 1024 * 1024
 # Spans one held trace keeps (their parent links and readings); past it, as above.
 MAX_SPANS_PER_TRACE: Final = 100_000
 # A trace source read as one JSON document rather than line by line (a Tempo or Jaeger trace file, a

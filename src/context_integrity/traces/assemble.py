@@ -29,7 +29,7 @@ from ..loop import ModelResponse, RequestFrame
 from ..text import clip, plural
 from .detect import detect
 from .dialects import DIALECTS, Dialect
-from .model import AnswerStep, CallIdSource, ModelStep, Step, ToolsetStep, ToolStep, TracedRun
+from .model import SPANS_NOT_READ, AnswerStep, CallIdSource, ModelStep, Step, ToolsetStep, ToolStep, TracedRun
 from .readings import (
     AgentReading,
     AnswerReading,
@@ -316,9 +316,21 @@ def _runs_of(trace: _Trace, say: Say) -> Iterator[TracedRun]:
         yield _run(trace, agents[agent_id], agent_id, members, list(notes))
 
 
+def _not_read(trace: _Trace) -> tuple[Missing, ...]:
+    if not trace.dropped:
+        return ()
+    return (
+        Missing(
+            SPANS_NOT_READ,
+            f"{plural(trace.dropped, 'span')} of the trace past the bound on one trace were not read, "
+            "so the run is judged with what came before them",
+        ),
+    )
+
+
 def _run(trace: _Trace, agent: _Held | None, root: str, members: list[_Held], notes: list[str]) -> TracedRun:
     members.sort(key=lambda held: (held.start or 0, held.end or 0, held.order))
-    missing: list[Missing] = []
+    missing: list[Missing] = list(_not_read(trace))
     answers: tuple[AnswerReading, ...] = ()
     toolsets: tuple[ToolsetChange, ...] = ()
     agent_name: str | None = None
