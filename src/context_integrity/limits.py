@@ -173,3 +173,9 @@ MAX_SEARCHED_TRACES: Final = 1000
 PHOENIX_PAGE_SPANS: Final = 1000
 # How long one request to a trace backend (Tempo, Jaeger, Phoenix) may take before the source fails.
 TRACE_API_TIMEOUT_SECONDS: Final = 30.0
+# A run's model calls repeat the tools offered, the system instructions and the history before them:
+# the trace readers remember what they decoded of the last few (texts of at most the given size, the
+# conversations of this many traces), so each call costs what it added and the judge meets the same
+# objects again, as it does in process.
+MAX_REMEMBERED_DECODINGS: Final = 64
+MAX_REMEMBERED_TEXT_CHARS: Final = 65_536
