@@ -52,7 +52,10 @@ def host_group_mappings(host_group: str) -> list[dict[str, Any]]:
 def port_counters(switch: str) -> list[dict[str, Any]]:
     """Traffic counters of a switch's ports."""
     # The family bug: every number rendered as a quoted string on the way out.
-    rows = [{"port": "fc1/1", "frames_per_sec": 1240, "crc_errors": 0}, {"port": "fc1/3", "frames_per_sec": 0, "crc_errors": 212}]
+    rows = [
+        {"port": "fc1/1", "frames_per_sec": 1240, "crc_errors": 0},
+        {"port": "fc1/3", "frames_per_sec": 0, "crc_errors": 212},
+    ]
     return [{key: str(value) for key, value in row.items()} for row in rows]
 
 
@@ -85,7 +88,9 @@ TOOLS: Final[tuple[Callable[..., Any], ...]] = (
 DECLARATIONS: Final[Mapping[str, Mapping[str, Any]]] = {
     "list_hosts": {},
     "host_group_mappings": {"result_columns": {"host_group": "string", "logical_unit_number": "number"}},
-    "port_counters": {"result_columns": {"port": "string", "frames_per_sec": "number", "crc_errors": "number"}},
+    "port_counters": {
+        "result_columns": {"port": "string", "frames_per_sec": "number", "crc_errors": "number"}
+    },
     "array_volumes": {"result_columns": {"volume": "string", "size_gb": "number", "tier": "string"}},
     "host_paths": {"arguments_from": ["list_hosts"]},
     "provision_disk": {"once_per_run": True},
@@ -116,7 +121,10 @@ SCRIPT: Final[tuple[Turn, ...]] = (
     Turn(None, (("port_counters", {"switch": "edge-sw-02"}, "call-3"),)),
     Turn(None, (("array_volumes", {"array": "fs-array-2"}, "call-4"),)),
     # The host name comes from the model's own text, never from list_hosts.
-    Turn("The initiator belongs to esx-07-mgmt; checking its paths.", (("host_paths", {"host": "esx-07-mgmt"}, "call-5"),)),
+    Turn(
+        "The initiator belongs to esx-07-mgmt; checking its paths.",
+        (("host_paths", {"host": "esx-07-mgmt"}, "call-5"),),
+    ),
     Turn(None, (("provision_disk", dict(DISK), "call-6"),)),
     # The first call returned; the model, unsure, asks for the same disk again.
     Turn(None, (("provision_disk", dict(DISK), "call-7"),)),
@@ -125,7 +133,7 @@ SCRIPT: Final[tuple[Turn, ...]] = (
 
 
 # ── pydantic-ai ──────────────────────────────────────────────────────────
-def pydantic_ai_agent(instrument: object = None) -> Any:
+def pydantic_ai_agent(instrument: Any = None) -> Any:
     from pydantic_ai import Agent
     from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
     from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -136,7 +144,9 @@ def pydantic_ai_agent(instrument: object = None) -> Any:
         parts += [ToolCallPart(name, args, tool_call_id=call_id) for name, args, call_id in turn.calls]
         return ModelResponse(parts=parts)
 
-    agent = Agent(FunctionModel(model, model_name="scripted"), name=AGENT, instructions=INSTRUCTIONS, tools=list(TOOLS))
+    agent = Agent(
+        FunctionModel(model, model_name="scripted"), name=AGENT, instructions=INSTRUCTIONS, tools=list(TOOLS)
+    )
     if instrument is not None:
         agent.instrument = instrument
     return agent
@@ -149,7 +159,7 @@ def run_pydantic_ai(agent: Any) -> str:
 # ── the OpenAI Agents SDK ────────────────────────────────────────────────
 def chat_completions_model() -> Any:
     """The SDK's Chat Completions model on a real OpenAI client whose transport plays :data:`SCRIPT`."""
-    import httpx
+    import httpx2 as httpx  # the OpenAI client's own httpx line
     from agents import OpenAIChatCompletionsModel
     from openai import AsyncOpenAI
 
@@ -286,7 +296,9 @@ def record(framework: str, instrumentation: str, path: str) -> str:
         if instrumentation == "pydantic_ai":
             from pydantic_ai.models.instrumented import InstrumentationSettings
 
-            return run_pydantic_ai(pydantic_ai_agent(InstrumentationSettings(tracer_provider=_provider(path))))
+            return run_pydantic_ai(
+                pydantic_ai_agent(InstrumentationSettings(tracer_provider=_provider(path)))
+            )
         if instrumentation == "logfire":
             import logfire
 

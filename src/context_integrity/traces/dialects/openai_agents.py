@@ -12,9 +12,10 @@ here:
   ``output`` items, ``instructions`` and the ``tools`` offered);
 - **contrib's** ``opentelemetry-instrumentation-openai-agents-v2`` (scope
   ``opentelemetry.instrumentation.openai_agents``) writes the GenAI conventions, read as
-  :mod:`.genai` reads them, except where its version 0.1 writes a response's tool calls as the text of
-  a Python object (``ResponseFunctionToolCall(...)``): that response is :class:`~..readings.Missing`,
-  never a text answer.
+  :mod:`.genai` reads them, except its responses: version 0.1 writes each as text parts only (a tool
+  call as the text of a Python object, ``ResponseFunctionToolCall(...)``, or not at all), so every
+  response is :class:`~..readings.Missing`, never a text answer. Where the SDK's
+  ``trace_include_sensitive_data`` is off it writes ``readacted`` in place of content: hidden.
 
 Neither exports the call id on a tool's span: the assembler joins each execution to the model's call
 by the tool's name and the order of the calls, and says so.
@@ -22,7 +23,7 @@ by the tool's name and the order of the calls, and says so.
 
 from __future__ import annotations
 
-import re
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Final
 
@@ -30,7 +31,7 @@ from ...loop import Message, ModelResponse, RequestFrame, ToolCall, ToolDefiniti
 from ...telemetry.schema import names
 from ..readings import AgentReading, Missing, ModelCallReading, Reading, ToolReading
 from ..spans import Span
-from ..values import arguments_of, not_recorded, structured, text_of
+from ..values import arguments_of, hidden, not_recorded, structured, text_of
 from . import genai
 
 KEY: Final = "openai_agents"
@@ -50,13 +51,14 @@ OUTPUT: Final = "output"
 RAW_INPUT: Final = "raw_input"
 RESPONSE: Final = "response"
 
-# A Python object's repr (``ResponseFunctionToolCall(arguments=...)``, ``{'content': None, ...}``)
-# where the conventions want the response's parts.
-_OBJECT_TEXT: Final = re.compile(r"^\s*(?:[A-Z][A-Za-z0-9_]*\(|\{')")
-_OBJECT_WRITTEN: Final = (
-    "the instrumentation wrote the response as the text of a Python object ({}), "
-    "so its tool calls cannot be read (contrib's openai-agents-v2 0.1)"
+# contrib 0.1 writes every response as text parts (``_normalize_output_messages_to_role_parts``).
+_CONTRIB_RESPONSE: Final = (
+    "contrib's openai-agents-v2 (0.1) writes a response as text parts only: its tool calls become the "
+    "text of Python objects, or are left out when the response also says something, so the calls it "
+    "made cannot be read"
 )
+# What contrib writes in place of content when the SDK's ``trace_include_sensitive_data`` is off.
+CONTRIB_HIDDEN: Final = "readacted"
 _WHAT_REQUEST: Final = "the request the model received"
 _WHAT_RESPONSE: Final = "the model's response"
 
@@ -267,23 +269,37 @@ def _read_logfire(span: Span) -> Reading | None:
     return None
 
 
-def _object_text(response: ModelResponse | None) -> str | None:
-    """The response's text when it is a Python object's repr and the response makes no call."""
-    if response is None or response.calls or response.text is None:
-        return None
-    return response.text if _OBJECT_TEXT.match(response.text) else None
+def _contrib_hidden(value: object) -> bool:
+    """Whether contrib wrote :data:`CONTRIB_HIDDEN` in place of a part's content."""
+    if isinstance(value, str):
+        return f'"{CONTRIB_HIDDEN}"' in value
+    if isinstance(value, (list, tuple)):
+        return any(_contrib_hidden(item) for item in value)
+    if isinstance(value, Mapping):
+        return any(item == CONTRIB_HIDDEN or _contrib_hidden(item) for item in value.values())
+    return False
 
 
 def _read_contrib(span: Span) -> Reading | None:
     reading = genai.read_genai(span)
     if isinstance(reading, ModelCallReading):
-        written = _object_text(reading.response)
-        if written is not None:
-            head = written.split("(", 1)[0] if "(" in written[:60] else "a dict"
-            return ModelCallReading(
-                reading.request,
-                None,
-                (*reading.missing, Missing(_WHAT_RESPONSE, _OBJECT_WRITTEN.format(head))),
+        missing = [*reading.missing, Missing(_WHAT_RESPONSE, _CONTRIB_RESPONSE)]
+        request = reading.request
+        if _contrib_hidden(span.attributes.get(names.GEN_AI_INPUT_MESSAGES)):
+            request = None
+            missing.append(
+                hidden(_WHAT_REQUEST, f"part of {names.GEN_AI_INPUT_MESSAGES} ({CONTRIB_HIDDEN!r})")
+            )
+        return ModelCallReading(request, None, tuple(missing))
+    if isinstance(reading, ToolReading):
+        attributes = span.attributes
+        if attributes.get(names.GEN_AI_TOOL_CALL_ARGUMENTS) == CONTRIB_HIDDEN:
+            reading = dataclasses.replace(
+                reading, arguments=hidden("the tool's arguments", names.GEN_AI_TOOL_CALL_ARGUMENTS)
+            )
+        if attributes.get(names.GEN_AI_TOOL_CALL_RESULT) == CONTRIB_HIDDEN:
+            reading = dataclasses.replace(
+                reading, result=hidden("the tool's result", names.GEN_AI_TOOL_CALL_RESULT)
             )
     return reading
 
