@@ -25,7 +25,7 @@ import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 from context_integrity.contracts import define_contract
 from context_integrity.judge import ContractBook, Dials
@@ -157,39 +157,54 @@ def run_pydantic_ai(agent: Any) -> str:
 
 
 # ── the OpenAI Agents SDK ────────────────────────────────────────────────
-def chat_completions_model() -> Any:
-    """The SDK's Chat Completions model on a real OpenAI client whose transport plays :data:`SCRIPT`."""
-    import httpx2 as httpx  # the OpenAI client's own httpx line
-    from agents import OpenAIChatCompletionsModel
-    from openai import AsyncOpenAI
+def chat_completion(turn: Turn, final_answer_tool: str | None = None) -> dict[str, Any]:
+    """The Chat Completions response playing ``turn``; with ``final_answer_tool``, a text answer is a
+    call of that tool (smolagents' agents answer so)."""
+    calls = list(turn.calls)
+    if not calls and final_answer_tool is not None:
+        calls = [(final_answer_tool, {"answer": turn.text}, "call-answer")]
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": turn.text if turn.calls or final_answer_tool is None else None,
+    }
+    if calls:
+        message["tool_calls"] = [
+            {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+            for name, args, call_id in calls
+        ]
+    choice = {"index": 0, "finish_reason": "tool_calls" if calls else "stop", "message": message}
+    return {
+        "id": "chatcmpl-scripted",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "scripted",
+        "choices": [choice],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+
+
+def scripted_transport(final_answer_tool: str | None = None) -> Any:
+    """An httpx (the OpenAI client's own line) transport answering each request with the next turn."""
+    import httpx2
 
     played = iter(SCRIPT)
 
-    def handler(request: httpx.Request) -> httpx.Response:
-        turn = next(played)
-        message: dict[str, Any] = {"role": "assistant", "content": turn.text}
-        if turn.calls:
-            message["tool_calls"] = [
-                {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
-                for name, args, call_id in turn.calls
-            ]
-        choice = {"index": 0, "finish_reason": "tool_calls" if turn.calls else "stop", "message": message}
-        return httpx.Response(
-            200,
-            json={
-                "id": "chatcmpl-scripted",
-                "object": "chat.completion",
-                "created": 0,
-                "model": "scripted",
-                "choices": [choice],
-                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-            },
-        )
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, json=chat_completion(next(played), final_answer_tool))
+
+    return httpx2.MockTransport(handler)
+
+
+def chat_completions_model() -> Any:
+    """The SDK's Chat Completions model on a real OpenAI client whose transport plays :data:`SCRIPT`."""
+    import httpx2
+    from agents import OpenAIChatCompletionsModel
+    from openai import AsyncOpenAI
 
     client = AsyncOpenAI(
         api_key="sk-offline-never-used",
         base_url="http://model.test/v1",
-        http_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)),
+        http_client=httpx2.AsyncClient(transport=scripted_transport()),
     )
     return OpenAIChatCompletionsModel(model="scripted", openai_client=client)
 
@@ -247,6 +262,50 @@ def run_langchain() -> str:
     )
     result = agent.invoke({"messages": [{"role": "user", "content": QUESTION}]})
     return str(result["messages"][-1].content)
+
+
+# ── smolagents (no integration of ours) ──────────────────────────────────
+def run_smolagents() -> str:
+    """A ``ToolCallingAgent`` on smolagents' own OpenAI model, whose client's transport plays the
+    script (a text answer is a ``final_answer`` call, as smolagents' agents answer)."""
+    import httpx2
+    from smolagents import OpenAIModel, Tool, ToolCallingAgent
+
+    def as_tool(function: Callable[..., Any]) -> Tool:
+        import inspect
+
+        parameters = inspect.signature(function).parameters
+        kinds = {int: "integer", "int": "integer"}
+
+        class Wrapped(Tool):  # type: ignore[misc]  # smolagents ships no type information
+            name = function.__name__
+            description = function.__doc__ or function.__name__
+            inputs: ClassVar[dict[str, dict[str, str]]] = {
+                n: {"type": kinds.get(p.annotation, "string"), "description": n}
+                for n, p in parameters.items()
+            }
+            output_type = "object"
+            skip_forward_signature_validation = True
+
+            def forward(self, **arguments: Any) -> Any:
+                return function(**arguments)
+
+        return Wrapped()
+
+    model = OpenAIModel(
+        model_id="scripted",
+        api_base="http://model.test/v1",
+        api_key="sk-offline-never-used",
+        client_kwargs={"http_client": httpx2.Client(transport=scripted_transport("final_answer"))},
+    )
+    agent = ToolCallingAgent(
+        tools=[as_tool(t) for t in TOOLS],
+        model=model,
+        name="storage_triage",
+        max_steps=len(SCRIPT) + 2,
+        verbosity_level=0,
+    )
+    return str(agent.run(QUESTION))
 
 
 # ── recording, as a user's agent process does ────────────────────────────
@@ -340,6 +399,11 @@ def record(framework: str, instrumentation: str, path: str) -> str:
 
             LangchainInstrumentor().instrument(tracer_provider=_provider(path))
             return run_langchain()
+    if framework == "smolagents" and instrumentation == "openinference":
+        from openinference.instrumentation.smolagents import SmolagentsInstrumentor
+
+        SmolagentsInstrumentor().instrument(tracer_provider=_provider(path))
+        return run_smolagents()
     raise SystemExit(f"no recording for {framework} under {instrumentation}")
 
 

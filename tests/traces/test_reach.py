@@ -206,3 +206,19 @@ def test_a_recording_judged_offline_files_what_the_integration_files_in_process(
             assert row.unreachable == 0, key
     joined = [n for n in run.run.notes if "joined to the model's call" in n]
     assert bool(joined) == recording.joined, run.run.notes
+
+
+def test_a_framework_with_no_integration_is_judged_from_its_instrumentors_traces(tmp_path: Path) -> None:
+    """smolagents (no integration of ours), traced by OpenInference alone, files every defect the
+    integrated frameworks file in process. Its requests hold tool results as 'tool-response' text
+    naming no tool nor call id: from the second request on, the compose seam is unreachable, and
+    says why; its tool spans carry no call id, and the join by name and order is said."""
+    run = recorded(Recording("smolagents", "openinference", "openinference", tuple(EXPECTED)), tmp_path)
+    assert run.run.dialects == ("openinference",)
+    assert offline_findings(run) == EXPECTED
+    rows: dict[tuple[str, str], Any] = {(r.check, r.seam): r for r in run.ledger}
+    requests = len(scenario.SCRIPT)
+    assert rows["dangling-reference", "compose"].unreachable == requests - 1  # the first holds no result
+    assert rows["dangling-reference", "compose"].not_applicable == 1
+    assert all("'tool-response' messages" in u.reason for u in run.unreachable)
+    assert any("joined to the model's call" in note for note in run.run.notes)

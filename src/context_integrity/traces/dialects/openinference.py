@@ -69,6 +69,13 @@ TOOL_DESCRIPTION: Final = "tool.description"
 MIME_JSON: Final = "application/json"
 # LangChain's agent name, in the metadata its tracer copies onto every span.
 _LANGCHAIN_AGENT_NAME: Final = "lc_agent_name"
+# smolagents' own roles, which its instrumentor records as they are: the model's calls written as
+# text (its own words, never ground) and the tools' observations (named by no tool nor call id).
+_AGENT_ROLES: Final[Mapping[str, str]] = {"tool-call": "assistant", "tool-response": "tool"}
+_UNNAMED_RESULTS: Final = (
+    "the request holds tool results that name neither their tool nor their call id "
+    "(smolagents' 'tool-response' messages), so which results it still holds cannot be told"
+)
 # A flattened list index is a small decimal; a longer run of digits is no index anyone wrote.
 _MAX_INDEX_DIGITS: Final = 6
 
@@ -121,7 +128,8 @@ def _calls(entry: Mapping[str, object]) -> tuple[ToolCall, ...]:
 
 
 def _message(entry: Mapping[str, object]) -> Message:
-    role = genai.role_of(entry.get(MESSAGE_ROLE))
+    written = entry.get(MESSAGE_ROLE)
+    role = genai.role_of(_AGENT_ROLES.get(written, written) if isinstance(written, str) else written)
     content = _text(entry)
     if role == "tool":
         return Message(
@@ -219,6 +227,10 @@ def _model_call(span: Span) -> ModelCallReading:
         elif isinstance(tools, Missing):
             missing.append(tools)
             tools = ()
+        if any(m.role == "tool" and m.tool_call_id is None and m.tool_name is None for m in messages):
+            missing.append(
+                Missing("the tools offered with the request, and the results it holds", _UNNAMED_RESULTS)
+            )
         request = RequestFrame(
             tuple(m for m in messages if m.role != "system"),
             system or None,
@@ -267,6 +279,11 @@ def _arguments(attributes: Attributes) -> Mapping[str, Any] | Missing:
         read = parsed_json(raw)
     except (ValueError, RecursionError):
         read = _langchain.python_literal(raw) if raw.lstrip().startswith("{") else None
+    if isinstance(read, Mapping) and isinstance(read.get("kwargs"), Mapping) and "args" in read:
+        # A wrapped call (smolagents' tools): keyword arguments; positional ones have no names.
+        if read.get("args"):
+            return Missing(_WHAT_ARGUMENTS, f"{INPUT_VALUE} holds positional arguments, which have no names")
+        return dict(read["kwargs"])
     if isinstance(read, Mapping):
         return dict(read)
     return Missing(
