@@ -164,6 +164,10 @@ MAX_OPEN_TRACES_JUDGED: Final = 1024
 MAX_HELD_TRACE_CHARS: Final = 64 * 1024 * 1024
 # Spans one held trace keeps (their parent links and readings); past it, as above.
 MAX_SPANS_PER_TRACE: Final = 100_000
+# A tool's input LangChain's tracers write as ``str()`` of its arguments (a Python literal, not JSON):
+# read as a literal up to this many characters; the parser's memory grows with the text, arguments
+# are short, and a longer one is said as unreadable.
+MAX_PYTHON_LITERAL_CHARS: Final = 64 * 1024
 # A trace source read as one JSON document rather than line by line (a Tempo or Jaeger trace file, a
 # backend's API response, one Phoenix page): larger is refused with a sentence, never half-parsed.
 MAX_TRACE_DOCUMENT_BYTES: Final = 256 * 1024 * 1024

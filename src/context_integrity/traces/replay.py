@@ -190,9 +190,9 @@ class _Replay:
         response = step.response
         if response is None:
             if step.error is None:  # a call that failed has no response to judge, in process alike
-                self.missing(
-                    "choice", step.span_id, _first(reasons, "the model's response is not in the trace")
-                )
+                # The response's own reason, where the dialect gave one (not the request's first).
+                said = {what: why for what, why in reasons.items() if "response" in what} or reasons
+                self.missing("choice", step.span_id, _first(said, "the model's response is not in the trace"))
         elif frame is None:
             self.missing(
                 "choice",
