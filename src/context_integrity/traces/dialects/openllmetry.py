@@ -271,6 +271,8 @@ def read_openllmetry(span: Span) -> Reading | None:
     """What an OpenLLMetry span says of the agent's work (``None``: no agent work)."""
     attributes = span.attributes
     kind = attributes.get(SPAN_KIND)
+    if not isinstance(kind, str):
+        kind = None  # a span kind that is no text names no kind (and a list cannot be looked up)
     operation = genai.operation_of(span)
     if kind == KIND_TOOL or operation == names.OPERATION_EXECUTE_TOOL:
         return _tool(span)
