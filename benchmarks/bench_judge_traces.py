@@ -31,14 +31,11 @@ Run: ``python benchmarks/bench_judge_traces.py [RUNS] [--instrumentation pydanti
 from __future__ import annotations
 
 import argparse
-import gc
 import itertools
 import json
 import statistics
 import tempfile
-import time
-import tracemalloc
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +46,7 @@ from pydantic_ai import messages as pm
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.instrumented import InstrumentationSettings
 
+from _harness import cpu_seconds, peak_bytes
 from context_integrity.contracts import define_contract
 from context_integrity.judge import ContractBook, Dials
 from context_integrity.recording import RecordingStream
@@ -159,23 +157,6 @@ def _judge(path: Path) -> int:
     return sum(1 for _ in judge_runs(read_runs(path), contracts, DIALS))
 
 
-def _seconds(fn: Callable[[Path], int], path: Path) -> float:
-    gc.collect()
-    start = time.process_time()
-    fn(path)
-    return time.process_time() - start
-
-
-def _peak(fn: Callable[[Path], int], path: Path) -> int:
-    gc.collect()
-    tracemalloc.start()
-    try:
-        fn(path)
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
 def main(runs: int = 10_000, instrumentation: str = "pydantic-ai", rounds: int = 5) -> float:
     with tempfile.TemporaryDirectory() as directory:
         recorded = Path(directory) / "recorded.jsonl"
@@ -195,8 +176,8 @@ def main(runs: int = 10_000, instrumentation: str = "pydantic-ai", rounds: int =
         for round_number in range(rounds):
             order = list(cases.items()) if round_number % 2 == 0 else list(cases.items())[::-1]
             for key, fn in order:
-                times[key].append(_seconds(fn, path))
-        peak_small, peak_full = _peak(_judge, small), _peak(_judge, path)
+                times[key].append(cpu_seconds(fn, path))
+        peak_small, peak_full = peak_bytes(_judge, small), peak_bytes(_judge, path)
         size = path.stat().st_size
     ratios = [j / f for j, f in zip(times["judge"], times["floor"], strict=True)]
     ratio = statistics.median(ratios)
