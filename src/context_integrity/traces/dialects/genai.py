@@ -79,7 +79,7 @@ def tool_call_of(part: Mapping[str, Any]) -> ToolCall:
     arguments = arguments_of(part.get("arguments"), key="a tool_call part's arguments")
     return ToolCall(
         name=name if isinstance(name, str) else "",
-        call_id=call_id.strip() if isinstance(call_id, str) else "",
+        call_id=call_id if isinstance(call_id, str) else "",
         arguments=arguments if not isinstance(arguments, Missing) else {},
     )
 
@@ -192,7 +192,7 @@ def _message(entry: Mapping[str, Any]) -> list[Message]:
                     "tool",
                     tool_response_of(part),
                     tool_name=text_of(part.get("name")),
-                    tool_call_id=call_id.strip() if isinstance(call_id, str) else None,
+                    tool_call_id=call_id if isinstance(call_id, str) else None,
                 )
             )
         # Other parts (reasoning, media, server tools) are no ground and ask for no call.
