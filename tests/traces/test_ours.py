@@ -22,7 +22,7 @@ from tests.conftest import Telemetry
 from context_integrity.demo_family import run_family
 from context_integrity.findings import Finding
 from context_integrity.judge import Dials
-from context_integrity.loop import Message, RequestFrame, ToolCall, ToolDefinition, message_text
+from context_integrity.loop import Message, RequestFrame, Role, ToolCall, ToolDefinition, message_text
 from context_integrity.recording import read_recording
 from context_integrity.telemetry.export.file_export import OtlpJsonLinesSpanExporter
 from context_integrity.telemetry.schema import names
@@ -110,7 +110,7 @@ def test_the_wire_check_armed_is_unreachable_and_says_no_trace_carries_the_body(
     }
 
 
-roles = st.sampled_from(["system", "user", "assistant", "tool"])
+roles: st.SearchStrategy[Role] = st.sampled_from(["system", "user", "assistant", "tool"])
 texts = st.text(max_size=30)
 json_scalars = st.none() | st.booleans() | st.integers(min_value=-(10**6), max_value=10**6) | texts
 contents = texts | st.lists(st.dictionaries(texts, json_scalars, max_size=3), max_size=3)
