@@ -47,6 +47,7 @@ from tests.traces.shapes import (
 )
 
 from context_integrity.cli import main
+from context_integrity.cli.judge import FINDING_FIELDS
 from context_integrity.contracts.file import CONTRACTS_ENV_VAR
 from context_integrity.findings import KINDS
 
@@ -60,8 +61,6 @@ result_columns = { host = "string", wwpn = "string" }
 [tools.host_paths]
 arguments_from = ["list_hosts"]
 """
-
-JSON_KEYS = {"kind", "seam", "tool", "call_id", "predicate", "advisory", "message", "trace_id", "span_id"}
 
 
 @pytest.fixture
@@ -145,7 +144,7 @@ def test_json_is_one_object_per_finding_located_on_its_span(
     assert status == 0
     (line,) = out.splitlines()
     finding = json.loads(line)
-    assert set(finding) == JSON_KEYS
+    assert tuple(finding) == FINDING_FIELDS
     chat_spans = [s["spanId"] for s in trace.spans if s["name"].startswith("chat")]
     assert finding == {
         "kind": "unsupported-argument",

@@ -385,24 +385,39 @@ class _Records:
         return self.rest
 
 
+# ``--format json``: the keys of each finding's object, in order.
+FINDING_FIELDS: Final = (
+    "kind",
+    "seam",
+    "tool",
+    "call_id",
+    "predicate",
+    "advisory",
+    "message",
+    "trace_id",
+    "span_id",
+)
+
+
 def finding_line(judged: JudgedRun) -> Iterator[dict[str, object]]:
-    """``--format json``: one object per finding, with the span it is about."""
+    """``--format json``: one object per finding (:data:`FINDING_FIELDS`), with the span it is about."""
     from ..limits import MAX_ATTRIBUTE_CHARS
     from ..text import clip
 
     for found in judged.findings:
         finding = found.finding
-        yield {
-            "kind": finding.kind,
-            "seam": finding.seam,
-            "tool": found.tool_name,
-            "call_id": found.call_id,
-            "predicate": finding.predicate,
-            "advisory": finding.advisory,
-            "message": clip(finding.message, MAX_ATTRIBUTE_CHARS),
-            "trace_id": judged.run.trace_id,
-            "span_id": found.span_id,
-        }
+        values = (
+            finding.kind,
+            finding.seam,
+            found.tool_name,
+            found.call_id,
+            finding.predicate,
+            finding.advisory,
+            clip(finding.message, MAX_ATTRIBUTE_CHARS),
+            judged.run.trace_id,
+            found.span_id,
+        )
+        yield dict(zip(FINDING_FIELDS, values, strict=True))
 
 
 def run(args: argparse.Namespace) -> int:
