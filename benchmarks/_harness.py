@@ -10,11 +10,16 @@ wall time would count the moments another job held the core.
 
 from __future__ import annotations
 
+import gc
 import statistics
 import time
 import timeit
+import tracemalloc
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
+
+A = TypeVar("A")
 
 
 @dataclass(frozen=True)
@@ -74,3 +79,22 @@ def show(measures: Sequence[Measure]) -> list[Measure]:
     for measure in measures:
         print(measure.line())
     return list(measures)
+
+
+def cpu_seconds(fn: Callable[[A], object], argument: A) -> float:
+    """CPU seconds of one ``fn(argument)``, started from a collected heap."""
+    gc.collect()
+    start = time.process_time()
+    fn(argument)
+    return time.process_time() - start
+
+
+def peak_bytes(fn: Callable[[A], object], argument: A) -> int:
+    """The ``tracemalloc`` peak of one ``fn(argument)``, started from a collected heap."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        fn(argument)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()

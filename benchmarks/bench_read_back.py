@@ -32,11 +32,9 @@ import os
 import statistics
 import sys
 import tempfile
-import time
-import tracemalloc
-from collections.abc import Callable
 from pathlib import Path
 
+from _harness import cpu_seconds, peak_bytes
 from _workload import write_recording
 from context_integrity.recording import RecordingStream
 from context_integrity.report import write_report
@@ -66,23 +64,6 @@ def _report(path: Path) -> None:
         write_report(RecordingStream(path, details=False), out)
 
 
-def _seconds(fn: Callable[[Path], None], path: Path) -> float:
-    gc.collect()
-    start = time.process_time()
-    fn(path)
-    return time.process_time() - start
-
-
-def _peak_bytes(fn: Callable[[Path], None], path: Path) -> int:
-    gc.collect()
-    tracemalloc.start()
-    try:
-        fn(path)
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
 def main(runs: int = 10_000, rounds: int = 5) -> tuple[float, float]:
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "recording.otlp.jsonl"
@@ -96,10 +77,10 @@ def main(runs: int = 10_000, rounds: int = 5) -> tuple[float, float]:
         for round_number in range(rounds):
             order = list(cases.items()) if round_number % 2 == 0 else list(cases.items())[::-1]
             for key, fn in order:
-                times[key].append(_seconds(fn, path))
+                times[key].append(cpu_seconds(fn, path))
         for _ in range(2):
             for key in ("floor", "report"):
-                peaks[key].append(_peak_bytes(cases[key], path))
+                peaks[key].append(peak_bytes(cases[key], path))
     floor_t, paused_t, report_t = (statistics.median(times[k]) for k in cases)
     floor_min, paused_min, report_min = (min(times[k]) for k in cases)
     floor_m, report_m = min(peaks["floor"]), min(peaks["report"])

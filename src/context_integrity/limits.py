@@ -162,12 +162,16 @@ MAX_DROPPED_TRACES_NAMED: Final = 20
 MAX_OPEN_TRACES_JUDGED: Final = 1024
 # Characters of attribute text the held traces keep together (content capture makes a model call's
 # span carry its whole history). Past it the oldest other traces are judged early; a single trace past
-# it alone keeps what it has and its later spans are counted, not read (their checks unreachable).
-# Python objects of the decoded content take a few times their characters: this bounds the reader's
-# memory near 1 GiB however large the source or one of its traces.
-MAX_HELD_TRACE_CHARS: Final = 96 * 1024 * 1024
+# it alone keeps what it has and its later spans are counted, not read (the run's checks then read
+# unreachable). The decoded content takes a few bytes a character: a 100 MB trace is read in about
+# 250 MB, however large the source or one of its traces.
+MAX_HELD_TRACE_CHARS: Final = 64 * 1024 * 1024
 # Spans one held trace keeps (their parent links and readings); past it, as above.
 MAX_SPANS_PER_TRACE: Final = 100_000
+# A tool's input LangChain's tracers write as ``str()`` of its arguments (a Python literal, not JSON):
+# read as a literal up to this many characters; the parser's memory grows with the text, arguments
+# are short, and a longer one is said as unreadable.
+MAX_PYTHON_LITERAL_CHARS: Final = 64 * 1024
 # A trace source read as one JSON document rather than line by line (a Tempo or Jaeger trace file, a
 # backend's API response, one Phoenix page): larger is refused with a sentence, never half-parsed.
 MAX_TRACE_DOCUMENT_BYTES: Final = 256 * 1024 * 1024
@@ -177,3 +181,9 @@ MAX_SEARCHED_TRACES: Final = 1000
 PHOENIX_PAGE_SPANS: Final = 1000
 # How long one request to a trace backend (Tempo, Jaeger, Phoenix) may take before the source fails.
 TRACE_API_TIMEOUT_SECONDS: Final = 30.0
+# A run's model calls repeat the tools offered, the system instructions and the history before them:
+# the trace readers remember what they decoded of the last few (texts of at most the given size, the
+# conversations of this many traces), so each call costs what it added and the judge meets the same
+# objects again, as it does in process.
+MAX_REMEMBERED_DECODINGS: Final = 64
+MAX_REMEMBERED_TEXT_CHARS: Final = 65_536

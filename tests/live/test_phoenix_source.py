@@ -81,7 +81,7 @@ def send(phoenix: Phoenix, project: str, traces: list[Trace]) -> None:
 
 
 def judged(runs: TraceRuns) -> list[set[tuple[str, str, str | None, str]]]:
-    out = [
+    out: list[set[tuple[str, str, str | None, str]]] = [
         {(f.finding.kind, f.finding.seam, f.tool_name, f.span_id) for f in run.findings}
         for run in judge_runs(runs, triage_book(), Dials())
     ]

@@ -25,6 +25,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+from tests.test_find_context_errors import _jaeger_tag
+
 Route = Callable[[str, dict[str, list[str]]], tuple[int, object]]
 
 
@@ -106,16 +108,6 @@ def tempo_search(trace_ids: list[str], service: str) -> dict[str, Any]:
         ],
         "metrics": {"inspectedTraces": len(trace_ids), "inspectedBytes": "1024", "totalBlocks": 1},
     }
-
-
-def _jaeger_tag(key: str, value: object) -> dict[str, Any]:
-    if isinstance(value, bool):
-        return {"key": key, "type": "bool", "value": value}
-    if isinstance(value, int):
-        return {"key": key, "type": "int64", "value": value}
-    if isinstance(value, float):
-        return {"key": key, "type": "float64", "value": value}
-    return {"key": key, "type": "string", "value": value if isinstance(value, str) else json.dumps(value)}
 
 
 def _plain(node: Mapping[str, Any]) -> object:

@@ -9,20 +9,27 @@ check reads it in process), which the replay says is unreachable.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from tests.conftest import Telemetry
 
 from context_integrity.demo_family import run_family
 from context_integrity.findings import Finding
 from context_integrity.judge import Dials
+from context_integrity.loop import Message, RequestFrame, Role, ToolCall, ToolDefinition, message_text
 from context_integrity.recording import read_recording
 from context_integrity.telemetry.export.file_export import OtlpJsonLinesSpanExporter
+from context_integrity.telemetry.schema import names
+from context_integrity.telemetry.schema.content import request_content
 from context_integrity.telemetry.setup import CONTRACTS
 from context_integrity.traces import JudgedRun, ModelStep, judge_runs, read_runs
+from context_integrity.traces.dialects.genai import model_call_of
 
 DIALS = {"check_column_types": "warn", "notice_empty_lookups": True, "notice_prior_turn_evidence": True}
 
@@ -101,3 +108,63 @@ def test_the_wire_check_armed_is_unreachable_and_says_no_trace_carries_the_body(
     assert {u.reason for u in run.unreachable if u.seam == "wire"} == {
         "the request body sent to the provider is not in the trace (no span carries it)"
     }
+
+
+roles: st.SearchStrategy[Role] = st.sampled_from(["system", "user", "assistant", "tool"])
+texts = st.text(max_size=30)
+json_scalars = st.none() | st.booleans() | st.integers(min_value=-(10**6), max_value=10**6) | texts
+contents = texts | st.lists(st.dictionaries(texts, json_scalars, max_size=3), max_size=3)
+calls = st.builds(
+    ToolCall,
+    name=st.text(min_size=1, max_size=12),
+    call_id=st.text(min_size=1, max_size=8),
+    arguments=st.dictionaries(texts, json_scalars, max_size=3),
+)
+
+
+@st.composite
+def frames(draw: st.DrawFn) -> RequestFrame:
+    messages = []
+    for role in draw(st.lists(roles, max_size=6)):
+        if role == "tool":
+            messages.append(
+                Message(
+                    "tool",
+                    draw(contents),
+                    tool_name=draw(st.none() | texts.filter(bool)),
+                    tool_call_id=draw(st.text(min_size=1, max_size=8)),
+                )
+            )
+        elif role == "assistant":
+            messages.append(
+                Message("assistant", draw(contents), tool_calls=tuple(draw(st.lists(calls, max_size=2))))
+            )
+        else:
+            messages.append(Message(role, draw(contents), correction=role == "user" and draw(st.booleans())))
+    tools = [
+        ToolDefinition(name, draw(st.none() | texts), draw(st.none() | st.just({"type": "object"})))
+        for name in draw(st.lists(st.text(min_size=1, max_size=10), max_size=3, unique=True))
+    ]
+    return RequestFrame.of(messages, system=draw(st.none() | texts.filter(bool)), tools=tools, model="m")
+
+
+@settings(max_examples=200, deadline=None)
+@given(frame=frames())
+def test_what_content_capture_writes_of_a_request_reads_back_as_the_checks_saw_it(
+    frame: RequestFrame,
+) -> None:
+    written = {key: json.dumps(value, default=str) for key, value in request_content(frame).items()}
+    reading = model_call_of({**written, names.GEN_AI_REQUEST_MODEL: "m"})
+    read = reading.request
+    assert read is not None
+    assert [m for m in reading.missing if "response" not in m.what] == []  # no response was written
+    assert read.system == frame.system
+    assert read.tools == frame.tools
+
+    def seen(messages: tuple[Message, ...]) -> list[tuple[object, ...]]:
+        return [
+            (m.role, message_text(m), m.tool_calls, m.tool_call_id, m.tool_name, m.correction)
+            for m in messages
+        ]
+
+    assert seen(read.messages) == seen(frame.messages)

@@ -38,6 +38,7 @@ TOOL_NAME: Final = "find_context_errors"
 _PREFIX: Final = f"{TOOL_NAME}:"
 _MAX_SUBJECTS: Final = 6
 _MAX_WITNESSES: Final = 6
+_MAX_REASONS: Final = 6
 _MAX_SILENT_NAMED: Final = 4
 _BOUND: Final = (
     "Green means no REGISTERED check was violated; it does not mean no context error exists. A check "
@@ -397,6 +398,11 @@ class _Answer:
             if fired:
                 parts.append(f"last fired {fired}")
             lines.append(f"  {name}: {'; '.join(parts)}")
+        # A run judged from a trace says why each unreachable encounter was: the evidence it lacked.
+        for reason in run.unreachable[:_MAX_REASONS]:
+            lines.append(f"  ⚠ could not be judged: {clip(reason, FIND_MESSAGE_CHARS)}")
+        if len(run.unreachable) > _MAX_REASONS:
+            lines.append(f"  ... and {len(run.unreachable) - _MAX_REASONS} more reasons")
         return lines
 
     def next_hint(self, shown: list[FindingRecord]) -> str:

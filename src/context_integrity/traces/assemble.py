@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ..limits import MAX_HELD_TRACE_CHARS, MAX_OPEN_TRACES_JUDGED, MAX_SPANS_PER_TRACE
-from ..loop import ModelResponse, RequestFrame
+from ..loop import Message, ModelResponse, RequestFrame
 from ..text import clip, plural
 from .detect import detect
 from .dialects import DIALECTS, Dialect
-from .model import AnswerStep, CallIdSource, ModelStep, Step, ToolsetStep, ToolStep, TracedRun
+from .model import SPANS_NOT_READ, AnswerStep, CallIdSource, ModelStep, Step, ToolsetStep, ToolStep, TracedRun
 from .readings import (
     AgentReading,
     AnswerReading,
@@ -316,9 +316,21 @@ def _runs_of(trace: _Trace, say: Say) -> Iterator[TracedRun]:
         yield _run(trace, agents[agent_id], agent_id, members, list(notes))
 
 
+def _not_read(trace: _Trace) -> tuple[Missing, ...]:
+    if not trace.dropped:
+        return ()
+    return (
+        Missing(
+            SPANS_NOT_READ,
+            f"{plural(trace.dropped, 'span')} of the trace past the bound on one trace were not read, "
+            "so the run is judged with what came before them",
+        ),
+    )
+
+
 def _run(trace: _Trace, agent: _Held | None, root: str, members: list[_Held], notes: list[str]) -> TracedRun:
     members.sort(key=lambda held: (held.start or 0, held.end or 0, held.order))
-    missing: list[Missing] = []
+    missing: list[Missing] = list(_not_read(trace))
     answers: tuple[AnswerReading, ...] = ()
     toolsets: tuple[ToolsetChange, ...] = ()
     agent_name: str | None = None
@@ -340,8 +352,12 @@ def _run(trace: _Trace, agent: _Held | None, root: str, members: list[_Held], no
     tools = [h for h in members if isinstance(h.reading, ToolReading)]
     joined = _joined_calls(models, tools)
     names_by_call = _tool_names(models, tools, joined)
+    previous: tuple[Message, ...] = ()
     for held in models:
-        steps.append((held.start or 0, held.order, _model_step(held, names_by_call)))
+        step = _model_step(held, names_by_call, previous)
+        if step.request is not None:
+            previous = step.request.messages
+        steps.append((held.start or 0, held.order, step))
     counts: dict[CallIdSource, int] = {"recorded": 0, "joined": 0, "invented": 0}
     for held in tools:
         call_id, source = joined[held.span_id]
@@ -483,10 +499,35 @@ def _error_of(held: _Held) -> str | None:
     return held.status_message or "the span ended in error"
 
 
-def _model_step(held: _Held, names: Mapping[str, str]) -> ModelStep:
+def _shared(frame: RequestFrame, previous: tuple[Message, ...]) -> RequestFrame:
+    """``frame`` holding the previous request's very message objects wherever it repeats them.
+
+    In process a host hands each request the messages it already sent; read from spans, every
+    request's history is decoded anew. Shared again, the judge's conversation index costs what each
+    request added (it follows messages by identity), as it does in process.
+    """
+    messages = frame.messages
+    if not previous or not messages:
+        return frame
+    start = 0
+    if messages[0] != previous[0]:  # a window that dropped the oldest messages: find where it starts
+        start = next((index for index, old in enumerate(previous) if old == messages[0]), -1)
+        if start < 0:
+            return frame
+    shared: list[Message] = []
+    for index, message in enumerate(messages):
+        old = previous[start + index] if start + index < len(previous) else None
+        if old is None or (old is not message and old != message):
+            shared.extend(messages[index:])
+            break
+        shared.append(old)
+    return dataclasses.replace(frame, messages=tuple(shared))
+
+
+def _model_step(held: _Held, names: Mapping[str, str], previous: tuple[Message, ...]) -> ModelStep:
     reading = held.reading
     assert isinstance(reading, ModelCallReading)
-    request = _named(reading.request, names) if reading.request is not None else None
+    request = _shared(_named(reading.request, names), previous) if reading.request is not None else None
     response: ModelResponse | None = reading.response
     return ModelStep(
         span_id=held.span_id,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from ..loop import ModelResponse, RequestFrame
 from .readings import Missing
@@ -19,6 +19,10 @@ from .readings import Missing
 # tool's name and the order of the calls (the Agents SDK exports no call id), or made up because
 # no model call named the tool (the call is judged alone, and the report says so).
 CallIdSource = Literal["recorded", "joined", "invented"]
+
+# What a run lacks when spans of its trace were not read (past a bound, or after it was judged): any
+# seam may have had work among them, so every armed check of the run reads unreachable once for it.
+SPANS_NOT_READ: Final = "spans of its trace"
 
 
 @dataclass(frozen=True, slots=True)

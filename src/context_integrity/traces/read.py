@@ -42,7 +42,7 @@ class TraceRuns:
         self._whole_traces = (
             bool(getattr(source, "whole_traces", False)) if whole_traces is None else whole_traces
         )
-        self.description = description or getattr(source, "description", "spans")
+        self.description: str = description or str(getattr(source, "description", "spans"))
         self.problems = Problems()
         self.spans = 0
         self.runs = 0
@@ -76,16 +76,18 @@ def read_runs(
     project: str | None = None,
     headers: Mapping[str, str] | None = None,
     dialects: Sequence[Dialect] = DIALECTS,
+    whole_traces: bool | None = None,
 ) -> TraceRuns:
     """The agent runs in ``source``: a SOURCE string (a file path, ``tempo+http://...``,
     ``jaeger+http://...``, ``phoenix+http://...``: see :mod:`.sources`), a span source, or spans.
 
     Raises :class:`~.sources.SourceError` at once for a source that cannot be opened or options it
-    cannot take; iterating may raise it for a backend that fails part-way.
+    cannot take; iterating may raise it for a backend that fails part-way. ``whole_traces`` overrides
+    what the source says of itself (see :class:`TraceRuns`).
     """
     if isinstance(source, (str, os.PathLike)):
         opened = open_source(
             source, trace_id=trace_id, service=service, start=start, end=end, project=project, headers=headers
         )
-        return TraceRuns(opened, dialects=dialects)
-    return TraceRuns(source, dialects=dialects)
+        return TraceRuns(opened, dialects=dialects, whole_traces=whole_traces)
+    return TraceRuns(source, dialects=dialects, whole_traces=whole_traces)

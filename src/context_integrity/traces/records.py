@@ -113,11 +113,22 @@ def _call(
 
 
 def recording_of(
-    judged: Iterable[JudgedRun], *, source: str | None = None, problems: Problems | None = None
+    judged: Iterable[JudgedRun],
+    *,
+    source: str | None = None,
+    problems: Problems | None = None,
+    spans: int | None = None,
 ) -> Recording:
-    """Judged runs, with what reading them could not use, as one :class:`Recording` for the renderers."""
+    """Judged runs, with what reading them could not use, as one :class:`Recording` for the renderers.
+
+    ``spans`` is how many spans were read (``TraceRuns.spans``); without it, the spans of the runs.
+    """
     recording = Recording(source=source)
-    recording.runs = [run_record(run) for run in judged]
+    counted = 0
+    for run in judged:
+        recording.runs.append(run_record(run))
+        counted += run.run.span_count
+    recording.spans = spans if spans is not None else counted
     if problems is not None:
         recording.problems = list(problems.listed)
         recording.unlisted_problems = problems.unlisted

@@ -25,14 +25,14 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from ..findings import Finding, Seam
+from ..findings import SEAMS, Finding, Seam
 from ..judge.book import ContractBook
 from ..judge.dials import Dials
 from ..judge.registry import REGISTRY, Registry
 from ..judge.seams import RunJudge
 from ..ledger import CheckId, LedgerRow
 from ..text import clip
-from .model import AnswerStep, ModelStep, ToolsetStep, ToolStep, TracedRun
+from .model import SPANS_NOT_READ, AnswerStep, ModelStep, ToolsetStep, ToolStep, TracedRun
 from .readings import Missing
 
 # What the wire seam reads is the body sent to the provider, which no span carries.
@@ -190,9 +190,9 @@ class _Replay:
         response = step.response
         if response is None:
             if step.error is None:  # a call that failed has no response to judge, in process alike
-                self.missing(
-                    "choice", step.span_id, _first(reasons, "the model's response is not in the trace")
-                )
+                # The response's own reason, where the dialect gave one (not the request's first).
+                said = {what: why for what, why in reasons.items() if "response" in what} or reasons
+                self.missing("choice", step.span_id, _first(said, "the model's response is not in the trace"))
         elif frame is None:
             self.missing(
                 "choice",
@@ -317,6 +317,10 @@ def judge_run(
             span_id,
             f"the execution of {tool_name!r} (call {call_id}) is missing from the trace, though the model read its result",
         )
+    for missing in run.missing:
+        if missing.what == SPANS_NOT_READ:
+            for seam in SEAMS:
+                replay.missing(seam, run.span_id, reason_of(missing))
     if not answered:
         reasons = [reason_of(m) for m in run.missing if "answer" in m.what]
         replay.missing(

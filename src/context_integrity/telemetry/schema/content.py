@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ...loop import Message, ModelResponse, RequestFrame, ToolCall
+from ...loop import Message, ModelResponse, RequestFrame, ToolCall, content_text
 from . import names
 
 # When a final answer was given (Unix nanoseconds), on each answer the run span lists: a run of several
@@ -45,12 +45,10 @@ def message_parts(message: Message) -> dict[str, Any]:
             part["name"] = message.tool_name
         return {"role": "tool", "parts": [part]}
     parts: list[dict[str, Any]] = []
-    content = message.content
-    if isinstance(content, str):
-        if content:
-            parts.append({names.PART_TYPE: names.PART_TEXT, "content": content})
-    elif content is not None:
-        parts.append({names.PART_TYPE: names.PART_TEXT, "content": content})
+    # Content of another shape (a host's list of parts, a model) as the text the checks read of it.
+    text = message.content if isinstance(message.content, str) else content_text(message.content)
+    if text:
+        parts.append({names.PART_TYPE: names.PART_TEXT, "content": text})
     parts.extend(_call_part(call) for call in message.tool_calls)
     out: dict[str, Any] = {"role": message.role, "parts": parts}
     if message.correction:

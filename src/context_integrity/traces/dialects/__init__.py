@@ -21,7 +21,7 @@ from typing import Final, Protocol
 
 from ..readings import Reading
 from ..spans import Span
-from . import genai, ours
+from . import genai, openai_agents, openinference, openllmetry, ours, pydantic_ai
 
 
 class Dialect(Protocol):
@@ -41,5 +41,9 @@ class Dialect(Protocol):
 
 DIALECTS: Final[tuple[Dialect, ...]] = (
     ours.DIALECT,
+    pydantic_ai.DIALECT,
+    openinference.DIALECT,
+    openllmetry.DIALECT,
+    openai_agents.DIALECT,
     genai.DIALECT,
 )

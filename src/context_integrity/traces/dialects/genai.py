@@ -21,9 +21,10 @@ spans better. The readers here are shared with them (``messages_of``, ``response
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, TypeVar
 
+from ...limits import MAX_REMEMBERED_DECODINGS, MAX_REMEMBERED_TEXT_CHARS
 from ...loop import Message, ModelResponse, RequestFrame, Role, ToolCall, ToolDefinition
 from ...telemetry.schema import names
 from ..readings import AgentReading, AnswerReading, Missing, ModelCallReading, Reading, ToolReading
@@ -78,7 +79,7 @@ def tool_call_of(part: Mapping[str, Any]) -> ToolCall:
     arguments = arguments_of(part.get("arguments"), key="a tool_call part's arguments")
     return ToolCall(
         name=name if isinstance(name, str) else "",
-        call_id=call_id.strip() if isinstance(call_id, str) else "",
+        call_id=call_id if isinstance(call_id, str) else "",
         arguments=arguments if not isinstance(arguments, Missing) else {},
     )
 
@@ -91,17 +92,57 @@ def tool_response_of(part: Mapping[str, Any]) -> object:
     return value if isinstance(read, Missing) else read
 
 
-def messages_from(value: object) -> tuple[Message, ...] | None:
+def messages_from(value: object, conversation: str | None = None) -> tuple[Message, ...] | None:
     """Messages in the conventions' shape (``{"role", "parts"}``), or in the older ``{"role",
-    "content"}`` shape; ``None`` when ``value`` is not a list of messages at all."""
+    "content"}`` shape; ``None`` when ``value`` is not a list of messages at all.
+
+    With ``conversation`` (a trace id), the messages decoded for that conversation's last request
+    are reused wherever this one repeats them: each request costs what it added, and the judge meets
+    the very message objects it met before, as in process.
+    """
     if not isinstance(value, (list, tuple)):
         return None
-    out: list[Message] = []
-    for entry in value:
-        if not isinstance(entry, Mapping):
-            continue
-        out.extend(_message(entry))
-    return tuple(out)
+    entries = list(value)
+    decoded: list[tuple[Message, ...]] = []
+    if conversation is not None:
+        before = _CONVERSATIONS.get(conversation)
+        if before is not None:
+            old_entries, old_decoded = before
+            for entry, old_entry, old in zip(entries, old_entries, old_decoded):  # noqa: B905 - the shorter
+                if entry is not old_entry and entry != old_entry:
+                    break
+                decoded.append(old)
+    for entry in entries[len(decoded) :]:
+        decoded.append(tuple(_message(entry)) if isinstance(entry, Mapping) else ())
+    if conversation is not None:
+        if len(_CONVERSATIONS) >= MAX_REMEMBERED_DECODINGS and conversation not in _CONVERSATIONS:
+            _CONVERSATIONS.clear()
+        _CONVERSATIONS[conversation] = (entries, decoded)
+    return tuple(message for messages in decoded for message in messages)
+
+
+# Trace id -> the last request's message entries and what each decoded to.
+_CONVERSATIONS: dict[str, tuple[list[object], list[tuple[Message, ...]]]] = {}
+# (attribute, text) -> what it decoded to: the tools offered and the instructions, on every call.
+_DECODED_TEXTS: dict[tuple[str, str], object] = {}
+
+
+def _remembered(key: str, value: object, decode: Callable[[object], _T]) -> _T:
+    """``decode(value)``, remembered for a text seen before under ``key`` (the same objects back)."""
+    if not isinstance(value, str) or len(value) > MAX_REMEMBERED_TEXT_CHARS:
+        return decode(value)
+    found = _DECODED_TEXTS.get((key, value), _NOTHING)
+    if found is not _NOTHING:
+        return found  # type: ignore[return-value]
+    made = decode(value)
+    if len(_DECODED_TEXTS) >= MAX_REMEMBERED_DECODINGS:
+        _DECODED_TEXTS.clear()
+    _DECODED_TEXTS[key, value] = made
+    return made
+
+
+_NOTHING: Final = object()
+_T = TypeVar("_T")
 
 
 def _message(entry: Mapping[str, Any]) -> list[Message]:
@@ -151,7 +192,7 @@ def _message(entry: Mapping[str, Any]) -> list[Message]:
                     "tool",
                     tool_response_of(part),
                     tool_name=text_of(part.get("name")),
-                    tool_call_id=call_id.strip() if isinstance(call_id, str) else None,
+                    tool_call_id=call_id if isinstance(call_id, str) else None,
                 )
             )
         # Other parts (reasoning, media, server tools) are no ground and ask for no call.
@@ -161,12 +202,15 @@ def _message(entry: Mapping[str, Any]) -> list[Message]:
     return out
 
 
-def messages_of(value: object, *, key: str, what: str = _WHAT_REQUEST) -> tuple[Message, ...] | Missing:
-    """The messages of attribute ``key``, or why they cannot be read."""
+def messages_of(
+    value: object, *, key: str, what: str = _WHAT_REQUEST, conversation: str | None = None
+) -> tuple[Message, ...] | Missing:
+    """The messages of attribute ``key``, or why they cannot be read (``conversation``: see
+    :func:`messages_from`)."""
     read = structured(value, key=key, what=what)
     if isinstance(read, Missing):
         return read
-    messages = messages_from(read)
+    messages = messages_from(read, conversation)
     if messages is None:
         return Missing(what, f"{key} is not a list of messages")
     return messages
@@ -266,19 +310,28 @@ def content_attributes(span: Span) -> Attributes:
     return attributes
 
 
-def model_call_of(attributes: Attributes) -> ModelCallReading:
-    """A model call from the conventions' attributes."""
+def model_call_of(attributes: Attributes, conversation: str | None = None) -> ModelCallReading:
+    """A model call from the conventions' attributes; ``conversation`` (its trace id) lets the
+    history its requests repeat be decoded once."""
     missing: list[Missing] = []
     request: RequestFrame | None = None
-    messages = messages_of(attributes.get(names.GEN_AI_INPUT_MESSAGES), key=names.GEN_AI_INPUT_MESSAGES)
+    messages = messages_of(
+        attributes.get(names.GEN_AI_INPUT_MESSAGES),
+        key=names.GEN_AI_INPUT_MESSAGES,
+        conversation=conversation,
+    )
     if isinstance(messages, Missing):
         missing.append(messages)
     else:
-        system = system_of(attributes.get(names.GEN_AI_SYSTEM_INSTRUCTIONS))
+        system = _remembered(
+            names.GEN_AI_SYSTEM_INSTRUCTIONS, attributes.get(names.GEN_AI_SYSTEM_INSTRUCTIONS), system_of
+        )
         if isinstance(system, Missing):
             missing.append(system)
             system = None
-        tools = tools_of(attributes.get(names.GEN_AI_TOOL_DEFINITIONS))
+        tools = _remembered(
+            names.GEN_AI_TOOL_DEFINITIONS, attributes.get(names.GEN_AI_TOOL_DEFINITIONS), tools_of
+        )
         if isinstance(tools, Missing):
             missing.append(tools)
             tools = ()
@@ -361,7 +414,7 @@ def read_genai(span: Span) -> Reading | None:
     if operation == names.OPERATION_EXECUTE_TOOL:
         return tool_of(span, span.attributes)
     if operation in MODEL_OPERATIONS:
-        return model_call_of(content_attributes(span))
+        return model_call_of(content_attributes(span), span.trace_id)
     if operation == names.OPERATION_INVOKE_AGENT:
         return agent_of(span.attributes, span)
     return None

@@ -1,0 +1,224 @@
+"""The offline reach is real: a run recorded by a third-party instrumentation alone, judged from its
+file, files what our in-process integration files for the same run.
+
+The laws under test, per framework and instrumentation (pydantic-ai: its own, Logfire, OpenInference;
+the Agents SDK: OpenInference, Logfire, contrib's openai-agents-v2; LangChain: OpenInference,
+OpenLLMetry):
+
+- the scripted triage run (:mod:`tests.traces.recorded_agents`) is recorded in its own process with no
+  ``ci.setup``: the framework, one instrumentation, spans exported to an OTLP/JSON lines file;
+- read back and judged under the same declarations, its findings (kind, seam, tool, predicate) equal
+  the findings the in-process integration files for the same run, in this process;
+- the dialect that reads it is the one the instrumentation is documented to write;
+- what the instrumentation does not record is ``unreachable``, row by row, with the reason, never
+  ``passed``: the Agents SDK's spans carry no call id (the join is said), OpenInference and Logfire
+  record no tools offered with an Agents SDK request, contrib's 0.1 writes no response's tool calls.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.conftest import Telemetry
+from tests.traces import recorded_agents as scenario
+
+import context_integrity as ci
+from context_integrity.telemetry.schema import names
+from context_integrity.traces import JudgedRun, judge_runs, read_runs
+
+ROOT = Path(__file__).resolve().parents[2]
+
+Finding = tuple[str, str, str | None, str | None]
+
+# Every finding the scripted run holds, as the in-process integrations file them.
+EXPECTED: list[Finding] = sorted(
+    [
+        ("column-type-mismatch", "write", "host_group_mappings", "logical_unit_number"),
+        ("column-type-mismatch", "write", "port_counters", "crc_errors"),
+        ("column-type-mismatch", "write", "port_counters", "frames_per_sec"),
+        ("missing-column", "write", "array_volumes", "tier"),
+        ("unsupported-argument", "choice", "host_paths", "host"),
+        ("duplicate-execution", "choice", "provision_disk", None),
+    ],
+    key=str,
+)
+WRITE_ONLY = [f for f in EXPECTED if f[1] == "write"]
+
+
+@dataclass(frozen=True)
+class Recording:
+    framework: str
+    instrumentation: str
+    dialect: str
+    # The findings the recording holds evidence for (the rest are unreachable rows).
+    findings: tuple[Finding, ...]
+    # Rows unreachable on every model call: (check, seam, a phrase of the reason).
+    unreachable: tuple[tuple[str, str, str], ...] = ()
+    # Tool executions joined to the model's calls by name and order (no call id on their spans).
+    joined: bool = False
+
+    @property
+    def id(self) -> str:
+        return f"{self.framework}-{self.instrumentation}"
+
+
+RECORDINGS = [
+    Recording("pydantic_ai", "pydantic_ai", "pydantic_ai", tuple(EXPECTED)),
+    Recording("pydantic_ai", "logfire", "pydantic_ai", tuple(EXPECTED)),
+    # OpenInference's processor maps pydantic-ai's own spans in place: the pydantic-ai dialect,
+    # first in the detector's order, reads them.
+    Recording("pydantic_ai", "openinference", "pydantic_ai", tuple(EXPECTED)),
+    Recording(
+        "openai_agents",
+        "openinference",
+        "openinference",
+        tuple(EXPECTED),
+        unreachable=(("dangling-reference", "compose", "the span has no llm.tools"),),
+        joined=True,
+    ),
+    Recording(
+        "openai_agents",
+        "logfire",
+        "openai_agents",
+        tuple(EXPECTED),
+        unreachable=(("dangling-reference", "compose", "records the messages, not the tools offered"),),
+        joined=True,
+    ),
+    Recording(
+        "openai_agents",
+        "contrib",
+        "openai_agents",
+        tuple(WRITE_ONLY),
+        unreachable=(
+            ("dangling-reference", "compose", "the span has no gen_ai.tool.definitions"),
+            ("unsupported-argument", "choice", "writes a response as text parts only"),
+            ("duplicate-execution", "choice", "writes a response as text parts only"),
+        ),
+    ),
+    Recording("langchain", "openinference", "openinference", tuple(EXPECTED)),
+    Recording("langchain", "openllmetry", "openllmetry", tuple(EXPECTED)),
+]
+
+
+def recorded(recording: Recording, tmp_path: Path) -> JudgedRun:
+    """Record the run in a process of its own (instrumentations patch globals), then judge its file."""
+    path = tmp_path / f"{recording.id}.jsonl"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tests.traces.recorded_agents",
+            recording.framework,
+            recording.instrumentation,
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"answer": scenario.ANSWER}
+    runs = read_runs(path)
+    judged = list(judge_runs(runs, scenario.contract_book(), scenario.DIALS))
+    assert runs.problems.listed == []
+    (run,) = judged
+    assert run.internal_errors == ()
+    return run
+
+
+def offline_findings(run: JudgedRun) -> list[Finding]:
+    return sorted(
+        ((f.finding.kind, f.finding.seam, f.tool_name, f.finding.predicate) for f in run.findings), key=str
+    )
+
+
+# ── the same run, in process ─────────────────────────────────────────────
+
+
+def in_process_findings(framework: str, telemetry: Telemetry) -> list[Finding]:
+    telemetry.configure(**scenario.SETUP_DIALS)
+    for name, declared in scenario.DECLARATIONS.items():
+        ci.declare_tool(name, replace=True, **declared)  # the book is restored after the test
+    if framework == "pydantic_ai":
+        from pydantic_ai.models.instrumented import InstrumentationSettings
+
+        agent = scenario.pydantic_ai_agent(InstrumentationSettings(tracer_provider=telemetry.provider))
+        answer = scenario.run_pydantic_ai(agent)
+    elif framework == "openai_agents":
+        from agents import set_trace_processors
+
+        set_trace_processors([])
+        answer = scenario.run_openai_agents()
+    else:
+        answer = scenario.run_langchain()
+    assert answer == scenario.ANSWER
+    ci.flush()
+    found = [
+        dict(event.attributes or {})
+        for span in telemetry.finished()
+        for event in span.events
+        if event.name == names.FINDING_EVENT
+    ]
+    return sorted(
+        (
+            (
+                str(e[names.FINDING_KIND]),
+                str(e[names.FINDING_SEAM]),
+                _text(e.get(names.GEN_AI_TOOL_NAME)),
+                _text(e.get(names.FINDING_PREDICATE)),
+            )
+            for e in found
+        ),
+        key=str,
+    )
+
+
+def _text(value: Any) -> str | None:
+    return str(value) if value not in (None, "") else None
+
+
+@pytest.mark.parametrize("recording", RECORDINGS, ids=lambda r: r.id)
+def test_a_recording_judged_offline_files_what_the_integration_files_in_process(
+    recording: Recording, telemetry: Telemetry, tmp_path: Path
+) -> None:
+    in_process = in_process_findings(recording.framework, telemetry)
+    assert in_process == EXPECTED  # the scenario holds every defect it is written to hold
+    run = recorded(recording, tmp_path)
+    assert recording.dialect in run.run.dialects
+    assert offline_findings(run) == sorted(recording.findings, key=str)
+    # What the recording cannot show is unreachable with its reason, on every model call.
+    rows: dict[tuple[str, str], Any] = {(r.check, r.seam): r for r in run.ledger}
+    model_calls = len(scenario.SCRIPT)
+    for check, seam, reason in recording.unreachable:
+        assert rows[check, seam].unreachable == model_calls, (check, seam)
+        reasons = [u.reason for u in run.unreachable if any(r.render() == f"{check}@{seam}" for r in u.rows)]
+        assert len(reasons) == model_calls and all(reason in r for r in reasons), reasons
+    reachable = {(f[0], f[1]) for f in recording.findings}
+    for key, row in rows.items():
+        if key in reachable:
+            assert row.unreachable == 0, key
+    joined = [n for n in run.run.notes if "joined to the model's call" in n]
+    assert bool(joined) == recording.joined, run.run.notes
+
+
+def test_a_framework_with_no_integration_is_judged_from_its_instrumentors_traces(tmp_path: Path) -> None:
+    """smolagents (no integration of ours), traced by OpenInference alone, files every defect the
+    integrated frameworks file in process. Its requests hold tool results as 'tool-response' text
+    naming no tool nor call id: from the second request on, the compose seam is unreachable, and
+    says why; its tool spans carry no call id, and the join by name and order is said."""
+    run = recorded(Recording("smolagents", "openinference", "openinference", tuple(EXPECTED)), tmp_path)
+    assert run.run.dialects == ("openinference",)
+    assert offline_findings(run) == EXPECTED
+    rows: dict[tuple[str, str], Any] = {(r.check, r.seam): r for r in run.ledger}
+    requests = len(scenario.SCRIPT)
+    assert rows["dangling-reference", "compose"].unreachable == requests - 1  # the first holds no result
+    assert rows["dangling-reference", "compose"].not_applicable == 1
+    assert all("'tool-response' messages" in u.reason for u in run.unreachable)
+    assert any("joined to the model's call" in note for note in run.run.notes)
