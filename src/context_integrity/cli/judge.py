@@ -25,6 +25,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final, NoReturn
 
+from ._dials import JUDGED_COLUMN_DIAL, add_dial_arguments, dials_of
+
 if TYPE_CHECKING:
     from ..contracts.file import Contracts
     from ..judge import ContractBook, Dials
@@ -42,7 +44,7 @@ PROGRESS_EVERY_S: Final = 0.2
 # The problems of reading a source said on stderr beside JSON output (the text report lists them all).
 PROBLEMS_SAID: Final = 3
 # The dial offline judging starts from: nothing is enforced offline, so declared columns are checked.
-OFFLINE_COLUMN_DIAL: Final = "warn"
+OFFLINE_COLUMN_DIAL: Final = JUDGED_COLUMN_DIAL
 
 EPILOG: Final = """\
 sources:
@@ -72,7 +74,7 @@ def _refuse_usage(message: str) -> NoReturn:
 
 
 def add_parser(commands: Any) -> None:
-    from ..judge.dials import COLUMN_DIALS, POSTURES, dial_specs
+    from ..judge.dials import COLUMN_DIALS
 
     judge = commands.add_parser(
         "judge",
@@ -134,21 +136,7 @@ def add_parser(commands: Any) -> None:
     sent.add_argument(
         "--phoenix", metavar="URL", help="post each finding to this Phoenix as a span annotation"
     )
-    dials = judge.add_argument_group("dials")
-    dials.add_argument(
-        "--check-column-types",
-        choices=COLUMN_DIALS,
-        default=OFFLINE_COLUMN_DIAL,
-        help=f"the column check (default: {OFFLINE_COLUMN_DIAL}; nothing is refused offline)",
-    )
-    for name, spec in dial_specs().items():
-        if spec.annotation == "bool":
-            dials.add_argument(
-                "--" + name.replace("_", "-"), dest=name, action="store_true", help=spec.meaning
-            )
-    dials.add_argument(
-        "--posture", choices=POSTURES, default="observe", help="'dev' also runs every check's canary"
-    )
+    add_dial_arguments(judge, column_choices=COLUMN_DIALS, why="nothing is refused offline")
     judge.set_defaults(run=run, parser=judge)
 
 
@@ -233,17 +221,6 @@ def _book(contracts: Contracts | None) -> ContractBook:
     if contracts is not None:
         book.declare_all(contracts.tools, contracts.claims, contracts.toolsets)
     return book
-
-
-def _dials(args: argparse.Namespace) -> Dials:
-    from ..judge import Dials
-    from ..judge.dials import dial_specs
-
-    chosen: dict[str, object] = {"check_column_types": args.check_column_types, "posture": args.posture}
-    for name, spec in dial_specs().items():
-        if spec.annotation == "bool":
-            chosen[name] = bool(getattr(args, name))
-    return Dials.validated(**chosen)
 
 
 def _source(args: argparse.Namespace) -> tuple[SpanSource, TraceRuns]:
@@ -442,7 +419,7 @@ def _run(args: argparse.Namespace) -> int:
         raise _Usage("--find answers in text; leave out --format json, or --find")
     contracts, said = _contracts(args.contracts)
     sys.stderr.write(f"{COMMAND}: {said}\n")
-    book, dials = _book(contracts), _dials(args)
+    book, dials = _book(contracts), dials_of(args)
     opened, runs = _source(args)
     sinks = _sinks(args)
     progress = _Progress.of(opened, sys.stderr)

@@ -10,10 +10,11 @@ import threading
 from types import FrameType
 from typing import Any, Final
 
+from ._dials import add_dial_arguments, dials_of
+
 DEFAULT_GRPC: Final = "127.0.0.1:4317"
 DEFAULT_HTTP: Final = "127.0.0.1:4318"
-# The dials a pipeline stage may set: it cannot enforce (the agent has its rows already), so the
-# column check is off or warn, and every notice is on unless turned off.
+# A pipeline stage cannot enforce (the agent has its rows already): the column check is off or warn.
 COLUMN_CHOICES: Final = ("off", "warn")
 
 
@@ -68,17 +69,8 @@ def add_parser(commands: Any) -> None:
         metavar="S",
         help="judge a trace at most this long after its first span",
     )
-    serve.add_argument(
-        "--check-column-types",
-        choices=COLUMN_CHOICES,
-        default="warn",
-        help="the column-type check (default warn; a pipeline cannot enforce)",
-    )
-    serve.add_argument(
-        "--no-notice-empty-lookups", action="store_true", help="do not file empty-lookup notices"
-    )
-    serve.add_argument(
-        "--no-notice-prior-turn-evidence", action="store_true", help="do not file prior-turn-evidence notices"
+    add_dial_arguments(
+        serve, column_choices=COLUMN_CHOICES, why="a pipeline cannot refuse rows the agent has"
     )
     serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     serve.set_defaults(run=run)
@@ -93,7 +85,6 @@ def run(args: argparse.Namespace) -> int:
     from ..contracts import DeclarationError
     from ..contracts.file import find_contracts, load_contracts
     from ..judge.book import ContractBook
-    from ..judge.dials import Dials
     from ..limits import SERVE_MAX_WAIT_SECONDS, SERVE_QUIET_SECONDS
     from ..serve import logs
     from ..serve.forward import EndpointError, target_of
@@ -133,11 +124,10 @@ def run(args: argparse.Namespace) -> int:
             declarations.source,
             extra={"tools": len(declarations.tools), "claims": len(declarations.claims)},
         )
-    dials = Dials(
-        check_column_types=args.check_column_types,
-        notice_empty_lookups=not args.no_notice_empty_lookups,
-        notice_prior_turn_evidence=not args.no_notice_prior_turn_evidence,
-    )
+    try:
+        dials = dials_of(args)
+    except ValueError as error:
+        return _fail(str(error))
     try:
         server = Server(
             TraceJudge(book, dials),
