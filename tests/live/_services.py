@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -180,6 +181,55 @@ def running_phoenix(workdir: Path) -> Iterator[Phoenix]:
         yield Phoenix(base_url=base, grpc_port=grpc_port, service=service)
     finally:
         service.stop()
+
+
+# Headless Chromium with nothing reaching for the network; how long one step of the UI may take.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+UI_TIMEOUT_MS = 30_000
+
+
+def finding_event_in_phoenix_ui(
+    base_url: str, span_id: str, witness_key: str, witness_value: str, screenshot: Path
+) -> str:
+    """Phoenix's UI on span ``span_id``'s Events tab, its ``context_integrity.finding`` event opened
+    until ``witness_key`` and ``witness_value`` show; the page saved to ``screenshot``; its text."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        missing("the playwright Python package", "pip install playwright (the test extra has it)")
+    if not CHROMIUM_BIN.exists():
+        missing(str(CHROMIUM_BIN), "the Debian chromium package")
+    from context_integrity.telemetry.schema import names
+
+    screenshot.parent.mkdir(exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM_BIN), headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1600, "height": 1200})
+            page.set_default_timeout(UI_TIMEOUT_MS)
+            # Phoenix resolves an OTel span id to its trace view with that span selected.
+            page.goto(f"{base_url}/redirects/spans/{span_id}")
+            page.get_by_role("tab", name=re.compile(r"^Events")).click()
+            event = page.get_by_text(names.FINDING_EVENT, exact=True).first
+            event.wait_for()
+            witness = page.get_by_text(witness_key, exact=True).first
+            if not witness.is_visible():
+                event.click()  # expand the event to show its attributes
+            witness.wait_for()
+            page.get_by_text(witness_value, exact=True).first.wait_for()
+            page.screenshot(path=str(screenshot), full_page=True)
+            return str(page.inner_text("body"))
+        finally:
+            browser.close()
 
 
 def library_env(**extra: str) -> dict[str, str]:

@@ -34,8 +34,10 @@ from context_integrity.telemetry.schema import names
 
 from ._services import (
     ARTIFACTS,
+    CHROMIUM_ARGS,
     CHROMIUM_BIN,
     REPO,
+    UI_TIMEOUT_MS,
     Phoenix,
     http_json,
     library_env,
@@ -43,7 +45,6 @@ from ._services import (
     running_phoenix,
     wait_until,
 )
-from .test_phoenix import CHROMIUM_ARGS, UI_TIMEOUT_MS
 
 pytestmark = pytest.mark.live
 

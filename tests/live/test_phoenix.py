@@ -37,8 +37,11 @@ from context_integrity.telemetry.schema import names
 
 from ._services import (
     ARTIFACTS,
+    CHROMIUM_ARGS,
     CHROMIUM_BIN,
+    UI_TIMEOUT_MS,
     Phoenix,
+    finding_event_in_phoenix_ui,
     http_json,
     library_env,
     missing,
@@ -196,54 +199,18 @@ def test_the_summary_span_carries_one_row_per_registered_check(delivered: Delive
 # ── The UI ─────────────────────────────────────────────────────────────────────────────────────
 
 SCREENSHOT = ARTIFACTS / "phoenix-finding.png"
-UI_TIMEOUT_MS = 30_000
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 
 @pytest.mark.parametrize("delivered", ["grpc"], indirect=True)  # one screenshot is enough
 def test_phoenix_ui_shows_the_finding_event_and_its_witnesses(phoenix: Phoenix, delivered: Delivered) -> None:
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        missing("the playwright Python package", "pip install playwright (the test extra has it)")
-    if not CHROMIUM_BIN.exists():
-        missing(str(CHROMIUM_BIN), "the Debian chromium package")
-
     warn_run = delivered.traces()[delivered.run_trace_id("warn")]
     span = _one(warn_run, names.tool_span_name(MAPPINGS_TOOL))
     (finding,) = _findings(span)
     witness_key = names.witness_attribute(finding[names.FINDING_WITNESS_COUNT] - 1, "value")
     witness_value = str(finding[witness_key])
-    ARTIFACTS.mkdir(exist_ok=True)
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM_BIN), headless=True, args=CHROMIUM_ARGS
-        )
-        try:
-            page = browser.new_page(viewport={"width": 1600, "height": 1200})
-            page.set_default_timeout(UI_TIMEOUT_MS)
-            # Phoenix resolves an OTel span id to its trace view with that span selected.
-            page.goto(f"{phoenix.base_url}/redirects/spans/{span['context']['span_id']}")
-            page.get_by_role("tab", name=re.compile(r"^Events")).click()
-            event = page.get_by_text(names.FINDING_EVENT, exact=True).first
-            event.wait_for()
-            witness = page.get_by_text(witness_key, exact=True).first
-            if not witness.is_visible():
-                event.click()  # expand the event to show its attributes
-            witness.wait_for()
-            page.get_by_text(witness_value, exact=True).first.wait_for()
-            page.screenshot(path=str(SCREENSHOT), full_page=True)
-            body = page.inner_text("body")
-        finally:
-            browser.close()
+    body = finding_event_in_phoenix_ui(
+        phoenix.base_url, span["context"]["span_id"], witness_key, witness_value, SCREENSHOT
+    )
 
     assert names.FINDING_EVENT in body
     assert witness_key in body

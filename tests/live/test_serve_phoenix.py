@@ -16,7 +16,6 @@ The laws under test:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,15 +31,13 @@ from context_integrity.serve.judging import TraceJudge
 from context_integrity.serve.server import Server
 from context_integrity.telemetry.schema import names
 
-from ._services import ARTIFACTS, CHROMIUM_BIN, Phoenix, http_json, missing, running_phoenix, wait_until
+from ._services import ARTIFACTS, Phoenix, finding_event_in_phoenix_ui, http_json, running_phoenix, wait_until
 
 pytestmark = pytest.mark.live
 
 PROJECT = "ci-serve"
 ARRIVE_TIMEOUT_S = 60
 SCREENSHOT = ARTIFACTS / "phoenix-serve-finding.png"
-UI_TIMEOUT_MS = 30_000
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
 
 
 @dataclass(frozen=True)
@@ -113,37 +110,13 @@ def test_the_tool_span_carries_the_finding_the_stage_wrote(delivered: Delivered)
 
 
 def test_phoenix_ui_shows_the_finding_the_stage_wrote(delivered: Delivered) -> None:
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        missing("the playwright Python package", "pip install playwright (the test extra has it)")
-    if not CHROMIUM_BIN.exists():
-        missing(str(CHROMIUM_BIN), "the Debian chromium package")
     span = delivered.spans[names.tool_span_name(TOOL)]
     (finding,) = _findings(span)
     witness_key = names.witness_attribute(0, "value")
     witness_value = str(finding[witness_key])
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM_BIN), headless=True, args=CHROMIUM_ARGS
-        )
-        try:
-            page = browser.new_page(viewport={"width": 1600, "height": 1200})
-            page.set_default_timeout(UI_TIMEOUT_MS)
-            page.goto(f"{delivered.phoenix.base_url}/redirects/spans/{span['context']['span_id']}")
-            page.get_by_role("tab", name=re.compile(r"^Events")).click()
-            event = page.get_by_text(names.FINDING_EVENT, exact=True).first
-            event.wait_for()
-            witness = page.get_by_text(witness_key, exact=True).first
-            if not witness.is_visible():
-                event.click()  # expand the event to show its attributes
-            witness.wait_for()
-            page.get_by_text(witness_value, exact=True).first.wait_for()
-            page.screenshot(path=str(SCREENSHOT), full_page=True)
-            body = page.inner_text("body")
-        finally:
-            browser.close()
+    body = finding_event_in_phoenix_ui(
+        delivered.phoenix.base_url, span["context"]["span_id"], witness_key, witness_value, SCREENSHOT
+    )
     assert names.FINDING_EVENT in body
     assert witness_key in body and witness_value in body
     assert "column-type-mismatch" in body

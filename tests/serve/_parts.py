@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1 import trace_pb2
 from tests.traces.shapes import Trace, document, triage_book
@@ -169,6 +171,16 @@ def rig(
         clock=clock,
     )
     return Rig(stage, target, clock, metrics)
+
+
+def wait_for(condition: Callable[[], object], what: str, timeout_s: float = 60) -> None:
+    """Poll ``condition`` until it holds, or fail saying ``what`` was waited for."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.02)
+    pytest.fail(f"timed out waiting for {what}")
 
 
 def failing_judge(trace: HeldTrace, say: Say) -> Sequence[JudgedRun]:

@@ -26,10 +26,8 @@ from context_integrity.serve.forward import EndpointError, Forwarder, target_of
 from context_integrity.serve.metrics import StageMetrics
 from context_integrity.telemetry.schema import names
 
-from ._parts import request_of
+from ._parts import request_of, wait_for
 from ._receiver import GrpcOtlpReceiver, HttpOtlpReceiver, Received
-
-WAIT_S = 30
 
 
 def payload() -> tuple[bytes, int]:
@@ -39,15 +37,6 @@ def payload() -> tuple[bytes, int]:
 
 def count(metrics: StageMetrics, name: str, **labels: str) -> int:
     return int(metrics.value(name + "_total", **labels))
-
-
-def wait_for(condition: object, what: str) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
-        if callable(condition) and condition():
-            return
-        time.sleep(0.02)
-    pytest.fail(f"timed out waiting for {what}")
 
 
 @pytest.fixture(params=["http", "grpc"])

@@ -32,7 +32,7 @@ import pytest
 from context_integrity.limits import SERVE_SHUTDOWN_SECONDS
 from context_integrity.telemetry.schema import names
 
-from ._parts import MISTYPED_EVERY, small_traces, span_keys, spans_in
+from ._parts import MISTYPED_EVERY, small_traces, span_keys, spans_in, wait_for
 from ._receiver import HttpOtlpReceiver
 
 REPO = Path(__file__).resolve().parents[2]
@@ -120,15 +120,6 @@ def process(tmp_path: Path) -> Iterator[Process]:
         started.popen.kill()
         started.popen.wait(timeout=30)
     next_hop.stop()
-
-
-def wait_for(condition: object, what: str, timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if callable(condition) and condition():
-            return
-        time.sleep(0.05)
-    pytest.fail(f"timed out waiting for {what}")
 
 
 def test_it_says_where_it_listens_answers_health_and_judges_with_the_contracts_file(process: Process) -> None:

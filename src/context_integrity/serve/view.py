@@ -17,20 +17,11 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1 import trace_pb2
 
 from ..recording.otlp_json import STATUS_NAMES
+from ..traces.sources.otlp import SPAN_KINDS
 from ..traces.spans import EMPTY, Span, SpanEvent
 
 # Protobuf allows a hundred levels; no attribute a dialect reads nests past a handful.
 MAX_VALUE_DEPTH: Final = 32
-
-# OTLP's span kinds, as :class:`Span` names them.
-_KINDS: Final[Mapping[int, str]] = {
-    0: "unspecified",
-    1: "internal",
-    2: "server",
-    3: "client",
-    4: "producer",
-    5: "consumer",
-}
 
 
 def value_of(value: AnyValue, depth: int = 0) -> object:
@@ -73,6 +64,15 @@ def _time(nanos: int) -> int | None:
 
 def span_of(span: trace_pb2.Span, resource: Mapping[str, object], scope: str | None) -> Span:
     """The whole span: ids in hex, attributes and events decoded, its resource's attributes and scope."""
+    return _span(span, resource, scope, whole=True)
+
+
+def proto_place_of(span: trace_pb2.Span, resource: Mapping[str, object], scope: str | None) -> Span:
+    """:func:`place_of` a span never decoded whole."""
+    return _span(span, resource, scope, whole=False)
+
+
+def _span(span: trace_pb2.Span, resource: Mapping[str, object], scope: str | None, *, whole: bool) -> Span:
     status = span.status
     return Span(
         trace_id=span.trace_id.hex(),
@@ -81,7 +81,7 @@ def span_of(span: trace_pb2.Span, resource: Mapping[str, object], scope: str | N
         name=span.name,
         start_time_unix_nano=_time(span.start_time_unix_nano),
         end_time_unix_nano=_time(span.end_time_unix_nano),
-        attributes=attributes_of(span.attributes) if span.attributes else EMPTY,
+        attributes=attributes_of(span.attributes) if whole and span.attributes else EMPTY,
         events=tuple(
             SpanEvent(
                 event.name,
@@ -89,28 +89,12 @@ def span_of(span: trace_pb2.Span, resource: Mapping[str, object], scope: str | N
                 attributes_of(event.attributes) if event.attributes else EMPTY,
             )
             for event in span.events
-        ),
+        )
+        if whole
+        else (),
         status=STATUS_NAMES.get(status.code, f"code {status.code}"),
         status_message=status.message,
-        kind=_KINDS.get(span.kind, "internal"),
-        resource=resource,
-        scope=scope or None,
-        origin="the pipeline",
-    )
-
-
-def proto_place_of(span: trace_pb2.Span, resource: Mapping[str, object], scope: str | None) -> Span:
-    """:func:`place_of` a span never decoded whole."""
-    status = span.status
-    return Span(
-        trace_id=span.trace_id.hex(),
-        span_id=span.span_id.hex(),
-        parent_span_id=span.parent_span_id.hex() or None,
-        name=span.name,
-        start_time_unix_nano=_time(span.start_time_unix_nano),
-        end_time_unix_nano=_time(span.end_time_unix_nano),
-        status=STATUS_NAMES.get(status.code, f"code {status.code}"),
-        status_message=status.message,
+        kind=SPAN_KINDS.get(span.kind, "internal") if whole else "internal",
         resource=resource,
         scope=scope or None,
         origin="the pipeline",

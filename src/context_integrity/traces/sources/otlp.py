@@ -31,7 +31,8 @@ from ..spans import EMPTY, Span, SpanEvent
 Say = Callable[[str], None]
 
 # OTLP's span kinds, by number and by the enum names some exports write.
-_KINDS: Final[Mapping[object, str]] = {
+# Public: the pipeline stage reads protobuf spans' kinds (numbers) by it too.
+SPAN_KINDS: Final[Mapping[object, str]] = {
     0: "unspecified",
     1: "internal",
     2: "server",
@@ -133,7 +134,7 @@ def _span(
             events=events,
             status=status,
             status_message=message,
-            kind=_KINDS.get(span.get("kind"), "internal"),
+            kind=SPAN_KINDS.get(span.get("kind"), "internal"),
             resource=resource,
             scope=scope,
             origin=origin,
