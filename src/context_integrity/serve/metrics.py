@@ -170,7 +170,22 @@ class StageMetrics:
         return float(found) if found is not None else 0.0
 
 
-class HealthServer:
+class ServedOnThread:
+    """An HTTP server answering on a thread of its own: started, and stopped within seconds."""
+
+    server: ThreadingHTTPServer
+    _thread: threading.Thread
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self._thread.join(timeout=5)
+
+
+class HealthServer(ServedOnThread):
     """``/metrics``, ``/healthz`` (the process answers) and ``/readyz`` (it is taking spans)."""
 
     def __init__(self, address: tuple[str, int], metrics: StageMetrics, ready: Callable[[], bool]) -> None:
@@ -207,11 +222,3 @@ class HealthServer:
     def address(self) -> tuple[str, int]:
         host, port = self.server.server_address[:2]
         return str(host), int(port)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self._thread.join(timeout=5)

@@ -28,7 +28,14 @@ import grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from ..limits import SERVE_GRPC_WORKERS, SERVE_MAX_HTTP_REQUESTS, SERVE_MAX_REQUEST_BYTES
-from .metrics import REFUSED_BUSY, REFUSED_MALFORMED, REFUSED_MEDIA_TYPE, REFUSED_TOO_LARGE, StageMetrics
+from .metrics import (
+    REFUSED_BUSY,
+    REFUSED_MALFORMED,
+    REFUSED_MEDIA_TYPE,
+    REFUSED_TOO_LARGE,
+    ServedOnThread,
+    StageMetrics,
+)
 from .wire import (
     GRPC_METHOD,
     GRPC_SERVICE,
@@ -147,8 +154,10 @@ class _Server(ThreadingHTTPServer):
         self.slots = threading.BoundedSemaphore(SERVE_MAX_HTTP_REQUESTS)
 
 
-class HttpReceiver:
+class HttpReceiver(ServedOnThread):
     """``POST /v1/traces`` in binary protobuf or OTLP/JSON, gzip or not, over HTTP/1.1 keep-alive."""
+
+    server: _Server
 
     def __init__(self, address: Address, accept: Accept, metrics: StageMetrics) -> None:
         receiver = self
@@ -276,11 +285,3 @@ class HttpReceiver:
             handler._refuse(503, UNAVAILABLE, "the stage failed to take the request; retry", encoding)
             return
         handler.answer(200, success(encoding), encoding)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self._thread.join(timeout=5)
