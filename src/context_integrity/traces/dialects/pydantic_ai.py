@@ -100,8 +100,8 @@ def _model_call(span: Span) -> ModelCallReading:
     withheld_in = content_withheld(attributes.get(names.GEN_AI_INPUT_MESSAGES))
     withheld_out = content_withheld(attributes.get(names.GEN_AI_OUTPUT_MESSAGES))
     if not (withheld_in or withheld_out):
-        return genai.model_call_of(attributes)
-    read = genai.model_call_of(attributes)
+        return genai.model_call_of(attributes, span.trace_id)
+    read = genai.model_call_of(attributes, span.trace_id)
     missing = list(read.missing)
     if withheld_in:
         missing.append(Missing("the request the model received", _WITHHELD))
