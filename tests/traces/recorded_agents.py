@@ -3,7 +3,8 @@
 The demo's defects, as plain tools that know nothing of this library: LUN 0 written as ``''`` and
 counters as quoted strings (column-type-mismatch), a declared column never delivered
 (missing-column), a host name the model lifts from its own text (unsupported-argument), a disk
-provisioned twice with the same arguments (duplicate-execution). :data:`DECLARATIONS` are what the
+provisioned twice with the same arguments (duplicate-execution), a volume the run served looked up
+where it is keyed otherwise (empty-lookup). :data:`DECLARATIONS` are what the
 team declared about these tools: the same declarations judge the run in process (``ci.declare_tool``)
 and offline (a :class:`~context_integrity.judge.ContractBook`).
 
@@ -65,6 +66,12 @@ def array_volumes(array: str) -> list[dict[str, Any]]:
     return [{"volume": "vdi-a-boot", "size_gb": 40}, {"volume": "vdi-a-data", "size_gb": 500}]
 
 
+def volume_snapshots(volume: str) -> list[dict[str, str]]:
+    """The snapshots of a volume."""
+    # The join bug: snapshots are keyed by the volume's id, so a lookup by its name finds nothing.
+    return []
+
+
 def host_paths(host: str) -> list[dict[str, str]]:
     """The storage paths of one host."""
     return [{"path": "vmhba2:C0:T1:L0", "state": "active"}]
@@ -80,6 +87,7 @@ TOOLS: Final[tuple[Callable[..., Any], ...]] = (
     host_group_mappings,
     port_counters,
     array_volumes,
+    volume_snapshots,
     host_paths,
     provision_disk,
 )
@@ -92,11 +100,12 @@ DECLARATIONS: Final[Mapping[str, Mapping[str, Any]]] = {
         "result_columns": {"port": "string", "frames_per_sec": "number", "crc_errors": "number"}
     },
     "array_volumes": {"result_columns": {"volume": "string", "size_gb": "number", "tier": "string"}},
+    "volume_snapshots": {"arguments_from": ["array_volumes"]},
     "host_paths": {"arguments_from": ["list_hosts"]},
     "provision_disk": {"once_per_run": True},
 }
-DIALS: Final = Dials(check_column_types="warn")
-SETUP_DIALS: Final[Mapping[str, Any]] = {"check_column_types": "warn"}
+DIALS: Final = Dials(check_column_types="warn", notice_empty_lookups=True)
+SETUP_DIALS: Final[Mapping[str, Any]] = {"check_column_types": "warn", "notice_empty_lookups": True}
 
 
 def contract_book() -> ContractBook:
@@ -120,6 +129,8 @@ SCRIPT: Final[tuple[Turn, ...]] = (
     Turn(None, (("host_group_mappings", {"host_group": "vdi-a"}, "call-2"),)),
     Turn(None, (("port_counters", {"switch": "edge-sw-02"}, "call-3"),)),
     Turn(None, (("array_volumes", {"array": "fs-array-2"}, "call-4"),)),
+    # A volume the run served, looked up where it is keyed otherwise: nothing comes back.
+    Turn(None, (("volume_snapshots", {"volume": "vdi-a-boot"}, "call-4s"),)),
     # The host name comes from the model's own text, never from list_hosts.
     Turn(
         "The initiator belongs to esx-07-mgmt; checking its paths.",

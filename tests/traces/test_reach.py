@@ -12,7 +12,8 @@ OpenLLMetry):
 - the dialect that reads it is the one the instrumentation is documented to write;
 - what the instrumentation does not record is ``unreachable``, row by row, with the reason, never
   ``passed``: the Agents SDK's spans carry no call id (the join is said), OpenInference and Logfire
-  record no tools offered with an Agents SDK request, contrib's 0.1 writes no response's tool calls.
+  record no tools offered with an Agents SDK request, contrib's 0.1 writes no response's tool calls,
+  OpenInference records a LangChain one-argument tool's input as a bare string (no empty-lookup).
 """
 
 from __future__ import annotations
@@ -43,12 +44,14 @@ EXPECTED: list[Finding] = sorted(
         ("column-type-mismatch", "write", "port_counters", "crc_errors"),
         ("column-type-mismatch", "write", "port_counters", "frames_per_sec"),
         ("missing-column", "write", "array_volumes", "tier"),
+        ("empty-lookup", "write", "volume_snapshots", "volume"),
         ("unsupported-argument", "choice", "host_paths", "host"),
         ("duplicate-execution", "choice", "provision_disk", None),
     ],
     key=str,
 )
 WRITE_ONLY = [f for f in EXPECTED if f[1] == "write"]
+EMPTY_LOOKUP: Finding = ("empty-lookup", "write", "volume_snapshots", "volume")
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,8 @@ class Recording:
     findings: tuple[Finding, ...]
     # Rows unreachable on every model call: (check, seam, a phrase of the reason).
     unreachable: tuple[tuple[str, str, str], ...] = ()
+    # Rows unreachable on some tools' executions: (check, seam, a phrase of the reason, how many).
+    unreachable_on_tools: tuple[tuple[str, str, str, int], ...] = ()
     # Tool executions joined to the model's calls by name and order (no call id on their spans).
     joined: bool = False
 
@@ -101,7 +106,18 @@ RECORDINGS = [
             ("duplicate-execution", "choice", "writes a response as text parts only"),
         ),
     ),
-    Recording("langchain", "openinference", "openinference", tuple(EXPECTED)),
+    # LangChain's tracer records a one-argument tool's input as the bare string it was given: the
+    # arguments by name that empty-lookup reads are not in the recording.
+    Recording(
+        "langchain",
+        "openinference",
+        "openinference",
+        tuple(f for f in EXPECTED if f != EMPTY_LOOKUP),
+        # Both one-argument tools whose producers are declared: volume_snapshots and host_paths.
+        unreachable_on_tools=(
+            ("empty-lookup", "write", "holds the tool's input as text, not its arguments by name", 2),
+        ),
+    ),
     Recording("langchain", "openllmetry", "openllmetry", tuple(EXPECTED)),
 ]
 
@@ -200,6 +216,10 @@ def test_a_recording_judged_offline_files_what_the_integration_files_in_process(
         assert rows[check, seam].unreachable == model_calls, (check, seam)
         reasons = [u.reason for u in run.unreachable if any(r.render() == f"{check}@{seam}" for r in u.rows)]
         assert len(reasons) == model_calls and all(reason in r for r in reasons), reasons
+    for check, seam, reason, count in recording.unreachable_on_tools:
+        assert rows[check, seam].unreachable == count, (check, seam)
+        reasons = [u.reason for u in run.unreachable if any(r.render() == f"{check}@{seam}" for r in u.rows)]
+        assert len(reasons) == count and all(reason in r for r in reasons), reasons
     reachable = {(f[0], f[1]) for f in recording.findings}
     for key, row in rows.items():
         if key in reachable:
