@@ -28,7 +28,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
+from pydantic import BaseModel
+
 from context_integrity.contracts import define_contract
+from context_integrity.contracts.claims import define_answer_claims
 from context_integrity.judge import ContractBook, Dials
 
 AGENT: Final = "storage-triage"
@@ -319,6 +322,89 @@ def run_smolagents() -> str:
     return str(agent.run(QUESTION))
 
 
+# ── a conversation: a typed answer claiming a fact, and a follow-up answered from memory ──
+FOLLOW_UP: Final = "And is that port still failing?"
+PORT: Final = "fc1/3"
+
+
+def port_status(switch: str) -> list[dict[str, str]]:
+    """The link status of a switch's ports."""
+    return [{"port": "fc1/1", "status": "up"}, {"port": PORT, "status": "down"}]
+
+
+class PortReport(BaseModel):
+    """The agent's typed answer: a port and the status it claims the port has."""
+
+    port: str
+    status: str
+
+
+# The tool's rows settle each port's status; the answer's status field claims fc1/3's.
+CONVERSATION_DECLARATIONS: Final[Mapping[str, Mapping[str, Any]]] = {
+    "port_status": {"settles": {"entity": "port", "facts": ["status"]}},
+}
+CLAIMS: Final[Mapping[str, tuple[str, str]]] = {"status": (PORT, "status")}
+CONVERSATION_DIALS: Final = Dials(notice_prior_turn_evidence=True)
+CONVERSATION_SETUP_DIALS: Final[Mapping[str, Any]] = {"notice_prior_turn_evidence": True}
+# Turn 1 reads the status and answers it wrong (the port is down); turn 2, asked a follow-up, answers
+# from what turn 1 served without looking again.
+CONVERSATION: Final[tuple[tuple[Turn, ...], ...]] = (
+    (
+        Turn(None, (("port_status", {"switch": "edge-sw-02"}, "call-s1"),)),
+        Turn(json.dumps({"port": PORT, "status": "healthy"})),
+    ),
+    (Turn(json.dumps({"port": PORT, "status": "down"})),),
+)
+
+
+def conversation_book() -> ContractBook:
+    """The conversation's declarations as a trace is judged by them: a recorded answer has JSON and no
+    class, so the claims are read from the agent's structured answers."""
+    book = ContractBook()
+    for name, declared in CONVERSATION_DECLARATIONS.items():
+        book.declare(define_contract(name, **declared))
+    book.declare_claims(define_answer_claims(dict(CLAIMS), agent=AGENT))
+    return book
+
+
+def run_pydantic_ai_conversation(instrument: Any = None) -> list[str]:
+    """Both turns on one pydantic-ai agent with a typed output (its output tool), the second given the
+    first's messages; each turn is a run of its own."""
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        asked = sum(1 for m in messages if _asks(m))
+        turns = CONVERSATION[asked - 1]
+        since = max(i for i, m in enumerate(messages) if _asks(m))
+        turn = turns[sum(1 for m in messages[since:] if m.kind == "response")]
+        if turn.calls:
+            return ModelResponse(parts=[ToolCallPart(n, a, tool_call_id=i) for n, a, i in turn.calls])
+        output = info.output_tools[0].name
+        assert turn.text is not None
+        return ModelResponse(parts=[ToolCallPart(output, json.loads(turn.text), tool_call_id=f"out-{asked}")])
+
+    agent = Agent(
+        FunctionModel(model, model_name="scripted"),
+        name=AGENT,
+        instructions=INSTRUCTIONS,
+        tools=[port_status],
+        output_type=PortReport,
+    )
+    if instrument is not None:
+        agent.instrument = instrument
+    first = agent.run_sync("Which port of edge-sw-02 is failing?")
+    second = agent.run_sync(FOLLOW_UP, message_history=first.all_messages())
+    return [first.output.model_dump_json(), second.output.model_dump_json()]
+
+
+def _asks(message: Any) -> bool:
+    from pydantic_ai.messages import ModelRequest
+
+    return isinstance(message, ModelRequest) and message.parts[-1].part_kind == "user-prompt"
+
+
 # ── recording, as a user's agent process does ────────────────────────────
 def _file_processor(path: str) -> Any:
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -361,26 +447,30 @@ def _logfire(path: str) -> None:
 
 
 def record(framework: str, instrumentation: str, path: str) -> str:
-    """Run the scripted agent on ``framework`` with ``instrumentation`` only; spans go to ``path``."""
-    if framework == "pydantic_ai":
-        if instrumentation == "pydantic_ai":
-            from pydantic_ai.models.instrumented import InstrumentationSettings
+    """Run the scripted agent on ``framework`` with ``instrumentation`` only; spans go to ``path``.
+    The framework ``pydantic_ai_conversation`` is pydantic-ai playing :data:`CONVERSATION`."""
+    if framework in ("pydantic_ai", "pydantic_ai_conversation"):
+        from pydantic_ai.models.instrumented import InstrumentationSettings
 
-            return run_pydantic_ai(
-                pydantic_ai_agent(InstrumentationSettings(tracer_provider=_provider(path)))
-            )
-        if instrumentation == "logfire":
+        instrument: Any = None
+        if instrumentation == "pydantic_ai":
+            instrument = InstrumentationSettings(tracer_provider=_provider(path))
+        elif instrumentation == "logfire":
             import logfire
 
             _logfire(path)
             logfire.instrument_pydantic_ai()
-            return run_pydantic_ai(pydantic_ai_agent())
-        if instrumentation == "openinference":
+        elif instrumentation == "openinference":
             from openinference.instrumentation.pydantic_ai import OpenInferenceSpanProcessor
-            from pydantic_ai.models.instrumented import InstrumentationSettings
 
-            provider = _provider(path, OpenInferenceSpanProcessor())
-            return run_pydantic_ai(pydantic_ai_agent(InstrumentationSettings(tracer_provider=provider)))
+            instrument = InstrumentationSettings(
+                tracer_provider=_provider(path, OpenInferenceSpanProcessor())
+            )
+        else:
+            raise SystemExit(f"no recording for {framework} under {instrumentation}")
+        if framework == "pydantic_ai_conversation":
+            return json.dumps(run_pydantic_ai_conversation(instrument))
+        return run_pydantic_ai(pydantic_ai_agent(instrument))
     if framework == "openai_agents":
         _quiet_agents_sdk()
         if instrumentation == "openinference":

@@ -30,6 +30,7 @@ from tests.conftest import Telemetry
 from tests.traces import recorded_agents as scenario
 
 import context_integrity as ci
+from context_integrity.judge import ContractBook, Dials
 from context_integrity.telemetry.schema import names
 from context_integrity.traces import JudgedRun, judge_runs, read_runs
 
@@ -122,30 +123,33 @@ RECORDINGS = [
 ]
 
 
-def recorded(recording: Recording, tmp_path: Path) -> JudgedRun:
-    """Record the run in a process of its own (instrumentations patch globals), then judge its file."""
-    path = tmp_path / f"{recording.id}.jsonl"
+def recorded_file(framework: str, instrumentation: str, tmp_path: Path) -> tuple[Path, object]:
+    """Record the run in a process of its own (instrumentations patch globals): its file and answer."""
+    path = tmp_path / f"{framework}-{instrumentation}.jsonl"
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tests.traces.recorded_agents",
-            recording.framework,
-            recording.instrumentation,
-            str(path),
-        ],
+        [sys.executable, "-m", "tests.traces.recorded_agents", framework, instrumentation, str(path)],
         capture_output=True,
         text=True,
         cwd=ROOT,
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-4000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"answer": scenario.ANSWER}
+    return path, json.loads(done.stdout.strip().splitlines()[-1])["answer"]
+
+
+def judged_file(path: Path, book: ContractBook, dials: Dials) -> list[JudgedRun]:
     runs = read_runs(path)
-    judged = list(judge_runs(runs, scenario.contract_book(), scenario.DIALS))
+    judged = list(judge_runs(runs, book, dials))
     assert runs.problems.listed == []
-    (run,) = judged
-    assert run.internal_errors == ()
+    assert all(run.internal_errors == () for run in judged)
+    return judged
+
+
+def recorded(recording: Recording, tmp_path: Path) -> JudgedRun:
+    """The triage run recorded as ``recording`` says, judged from its file."""
+    path, answer = recorded_file(recording.framework, recording.instrumentation, tmp_path)
+    assert answer == scenario.ANSWER
+    (run,) = judged_file(path, scenario.contract_book(), scenario.DIALS)
     return run
 
 
@@ -158,23 +162,8 @@ def offline_findings(run: JudgedRun) -> list[Finding]:
 # ── the same run, in process ─────────────────────────────────────────────
 
 
-def in_process_findings(framework: str, telemetry: Telemetry) -> list[Finding]:
-    telemetry.configure(**scenario.SETUP_DIALS)
-    for name, declared in scenario.DECLARATIONS.items():
-        ci.declare_tool(name, replace=True, **declared)  # the book is restored after the test
-    if framework == "pydantic_ai":
-        from pydantic_ai.models.instrumented import InstrumentationSettings
-
-        agent = scenario.pydantic_ai_agent(InstrumentationSettings(tracer_provider=telemetry.provider))
-        answer = scenario.run_pydantic_ai(agent)
-    elif framework == "openai_agents":
-        from agents import set_trace_processors
-
-        set_trace_processors([])
-        answer = scenario.run_openai_agents()
-    else:
-        answer = scenario.run_langchain()
-    assert answer == scenario.ANSWER
+def findings_filed(telemetry: Telemetry) -> list[Finding]:
+    """Every finding the in-process integration filed on the spans it made."""
     ci.flush()
     found = [
         dict(event.attributes or {})
@@ -194,6 +183,26 @@ def in_process_findings(framework: str, telemetry: Telemetry) -> list[Finding]:
         ),
         key=str,
     )
+
+
+def in_process_findings(framework: str, telemetry: Telemetry) -> list[Finding]:
+    telemetry.configure(**scenario.SETUP_DIALS)
+    for name, declared in scenario.DECLARATIONS.items():
+        ci.declare_tool(name, replace=True, **declared)  # the book is restored after the test
+    if framework == "pydantic_ai":
+        from pydantic_ai.models.instrumented import InstrumentationSettings
+
+        agent = scenario.pydantic_ai_agent(InstrumentationSettings(tracer_provider=telemetry.provider))
+        answer = scenario.run_pydantic_ai(agent)
+    elif framework == "openai_agents":
+        from agents import set_trace_processors
+
+        set_trace_processors([])
+        answer = scenario.run_openai_agents()
+    else:
+        answer = scenario.run_langchain()
+    assert answer == scenario.ANSWER
+    return findings_filed(telemetry)
 
 
 def _text(value: Any) -> str | None:
@@ -242,3 +251,42 @@ def test_a_framework_with_no_integration_is_judged_from_its_instrumentors_traces
     assert rows["dangling-reference", "compose"].not_applicable == 1
     assert all("'tool-response' messages" in u.reason for u in run.unreachable)
     assert any("joined to the model's call" in note for note in run.run.notes)
+
+
+# ── a conversation: claims and prior-turn evidence ──────────────────────────
+# Turn 1's typed answer claims fc1/3 is healthy where port_status settled it down; turn 2 restates
+# fc1/3 from turn 1's result without looking again.
+CONVERSATION_FINDINGS: list[list[Finding]] = [
+    [("unsupported-claim", "claim", None, "status")],
+    [("prior-turn-evidence", "claim", None, "grounding")],
+]
+
+
+@pytest.mark.parametrize("instrumentation", ["pydantic_ai", "logfire", "openinference"])
+def test_a_conversation_judged_offline_files_its_claims_and_prior_turn_evidence_as_in_process(
+    instrumentation: str, telemetry: Telemetry, tmp_path: Path
+) -> None:
+    """pydantic-ai writes the typed answer on its run span (final_result) and every turn's history in
+    the request: the claim seam is reached offline, turn by turn, as in process."""
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+
+    telemetry.configure(**scenario.CONVERSATION_SETUP_DIALS)
+    for name, declared in scenario.CONVERSATION_DECLARATIONS.items():
+        ci.declare_tool(name, replace=True, **declared)
+    ci.declare_claims(scenario.PortReport, dict(scenario.CLAIMS))
+    answers = scenario.run_pydantic_ai_conversation(
+        InstrumentationSettings(tracer_provider=telemetry.provider)
+    )
+    in_process = findings_filed(telemetry)
+    assert in_process == sorted((f for turn in CONVERSATION_FINDINGS for f in turn), key=str)
+
+    path, recorded_answers = recorded_file("pydantic_ai_conversation", instrumentation, tmp_path)
+    assert json.loads(str(recorded_answers)) == answers
+    first, second = judged_file(path, scenario.conversation_book(), scenario.CONVERSATION_DIALS)
+    assert [offline_findings(first), offline_findings(second)] == CONVERSATION_FINDINGS
+    rows = {(r.check, r.seam): r for r in first.ledger}
+    assert rows["unsupported-claim", "claim"].findings == 1
+    rows = {(r.check, r.seam): r for r in second.ledger}
+    assert rows["prior-turn-evidence", "claim"].findings == 1
+    # Turn 2 called no tool: nothing settled fc1/3's status in it, as in process.
+    assert rows["unsupported-claim", "claim"].unreachable == 1
