@@ -107,8 +107,12 @@ DECLARATIONS: Final[Mapping[str, Mapping[str, Any]]] = {
     "host_paths": {"arguments_from": ["list_hosts"]},
     "provision_disk": {"once_per_run": True},
 }
-DIALS: Final = Dials(check_column_types="warn", notice_empty_lookups=True)
-SETUP_DIALS: Final[Mapping[str, Any]] = {"check_column_types": "warn", "notice_empty_lookups": True}
+DIALS: Final = Dials(check_column_types="warn", notice_empty_lookups=True, notice_prior_turn_evidence=True)
+SETUP_DIALS: Final[Mapping[str, Any]] = {
+    "check_column_types": "warn",
+    "notice_empty_lookups": True,
+    "notice_prior_turn_evidence": True,
+}
 
 
 def contract_book() -> ContractBook:

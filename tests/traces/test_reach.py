@@ -13,7 +13,11 @@ OpenLLMetry):
 - what the instrumentation does not record is ``unreachable``, row by row, with the reason, never
   ``passed``: the Agents SDK's spans carry no call id (the join is said), OpenInference and Logfire
   record no tools offered with an Agents SDK request, contrib's 0.1 writes no response's tool calls,
-  OpenInference records a LangChain one-argument tool's input as a bare string (no empty-lookup).
+  OpenInference records a LangChain one-argument tool's input as a bare string (no empty-lookup),
+  and the Agents SDK's instrumentations and OpenLLMetry's LangChain one record no final answer (the
+  claim seam, which prior-turn evidence and claims judge, is unreachable, said why);
+- a two-turn pydantic-ai conversation with a typed answer, recorded by each of pydantic-ai's
+  instrumentations, files its false claim and its answer from a prior turn offline as in process.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ EXPECTED: list[Finding] = sorted(
     key=str,
 )
 WRITE_ONLY = [f for f in EXPECTED if f[1] == "write"]
+NOT_IN_TRACE = "the run's final answer is not in the trace"
 EMPTY_LOOKUP: Finding = ("empty-lookup", "write", "volume_snapshots", "volume")
 
 
@@ -68,6 +73,9 @@ class Recording:
     unreachable_on_tools: tuple[tuple[str, str, str, int], ...] = ()
     # Tool executions joined to the model's calls by name and order (no call id on their spans).
     joined: bool = False
+    # Why the claim seam (the final answer, which prior-turn evidence reads) is unreachable, where
+    # the instrumentation records no answer; ``None``: the answer is read and judged.
+    no_answer: str | None = None
 
     @property
     def id(self) -> str:
@@ -87,6 +95,7 @@ RECORDINGS = [
         tuple(EXPECTED),
         unreachable=(("dangling-reference", "compose", "the span has no llm.tools"),),
         joined=True,
+        no_answer=NOT_IN_TRACE,  # its AGENT span records no output
     ),
     Recording(
         "openai_agents",
@@ -95,6 +104,7 @@ RECORDINGS = [
         tuple(EXPECTED),
         unreachable=(("dangling-reference", "compose", "records the messages, not the tools offered"),),
         joined=True,
+        no_answer=NOT_IN_TRACE,  # its 'Agent run' span records no output
     ),
     Recording(
         "openai_agents",
@@ -106,6 +116,7 @@ RECORDINGS = [
             ("unsupported-argument", "choice", "writes a response as text parts only"),
             ("duplicate-execution", "choice", "writes a response as text parts only"),
         ),
+        no_answer=NOT_IN_TRACE,
     ),
     # LangChain's tracer records a one-argument tool's input as the bare string it was given: the
     # arguments by name that empty-lookup reads are not in the recording.
@@ -119,7 +130,8 @@ RECORDINGS = [
             ("empty-lookup", "write", "holds the tool's input as text, not its arguments by name", 2),
         ),
     ),
-    Recording("langchain", "openllmetry", "openllmetry", tuple(EXPECTED)),
+    # Its invoke_agent span records no output.
+    Recording("langchain", "openllmetry", "openllmetry", tuple(EXPECTED), no_answer=NOT_IN_TRACE),
 ]
 
 
@@ -233,6 +245,12 @@ def test_a_recording_judged_offline_files_what_the_integration_files_in_process(
     for key, row in rows.items():
         if key in reachable:
             assert row.unreachable == 0, key
+    prior_turn = rows["prior-turn-evidence", "claim"]
+    at_claim = [u.reason for u in run.unreachable if u.seam == "claim"]
+    if recording.no_answer is None:
+        assert (prior_turn.checked, prior_turn.unreachable, at_claim) == (1, 0, [])
+    else:
+        assert prior_turn.unreachable == 1 and at_claim == [recording.no_answer], at_claim
     joined = [n for n in run.run.notes if "joined to the model's call" in n]
     assert bool(joined) == recording.joined, run.run.notes
 
@@ -250,6 +268,11 @@ def test_a_framework_with_no_integration_is_judged_from_its_instrumentors_traces
     assert rows["dangling-reference", "compose"].unreachable == requests - 1  # the first holds no result
     assert rows["dangling-reference", "compose"].not_applicable == 1
     assert all("'tool-response' messages" in u.reason for u in run.unreachable)
+    # Its AGENT span's output is the final answer: the claim seam is reached.
+    assert (
+        rows["prior-turn-evidence", "claim"].checked,
+        rows["prior-turn-evidence", "claim"].unreachable,
+    ) == (1, 0)
     assert any("joined to the model's call" in note for note in run.run.notes)
 
 

@@ -25,7 +25,13 @@ from tests.traces.dialects.written import span, text
 
 from context_integrity.loop import Message, ModelResponse, RequestFrame, ToolCall, ToolDefinition
 from context_integrity.traces.dialects import openinference
-from context_integrity.traces.readings import AgentReading, Missing, ModelCallReading, ToolReading
+from context_integrity.traces.readings import (
+    AgentReading,
+    AnswerReading,
+    Missing,
+    ModelCallReading,
+    ToolReading,
+)
 
 SCHEMA = {"type": "object", "properties": {"host": {"type": "string"}}, "required": ["host"]}
 ROWS = [{"path": "vmhba2:C0:T1:L0", "state": "active"}]
@@ -271,3 +277,22 @@ def test_hide_input_messages_and_hide_llm_tools() -> None:
             "the span has no llm.tools (content capture is off, or this instrumentation does not record it)",
         ),
     )
+
+
+def test_an_agent_spans_output_is_its_answer() -> None:
+    # smolagents' AGENT span: output.value is the final answer, text or a typed answer's JSON.
+    said = "Port fc1/3 is down."
+    run = openinference.DIALECT.read(
+        span("triage.run", {"openinference.span.kind": "AGENT", "output.value": said})
+    )
+    assert run == AgentReading("triage.run", AnswerReading(said, None, 2))
+    typed = '{"port": "fc1/3", "status": "down"}'
+    run = openinference.DIALECT.read(
+        span("triage.run", {"openinference.span.kind": "AGENT", "output.value": typed})
+    )
+    assert run == AgentReading("triage.run", AnswerReading(typed, {"port": "fc1/3", "status": "down"}, 2))
+    # A root CHAIN's output that is no LangGraph state is a chain's output, not an answer.
+    chain = openinference.DIALECT.read(
+        span("RunnableSequence", {"openinference.span.kind": "CHAIN", "output.value": said})
+    )
+    assert chain == AgentReading("RunnableSequence")

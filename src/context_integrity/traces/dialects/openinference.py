@@ -306,8 +306,11 @@ def _agent_name(span: Span) -> str | None:
 
 
 def _agent(span: Span) -> AgentReading:
-    """An agent run; its answer where its output is a LangGraph state (the last assistant message)."""
-    raw = span.attributes.get(OUTPUT_VALUE)
+    """An agent run; its answer: the last assistant message where its output is a LangGraph state,
+    else, on an ``AGENT`` span, the output itself (smolagents' final answer: text, or a JSON object
+    for a typed answer). A root ``CHAIN`` span's other outputs are a chain's, not an answer."""
+    attributes = span.attributes
+    raw = attributes.get(OUTPUT_VALUE)
     answer: AnswerReading | None = None
     missing: tuple[Missing, ...] = ()
     if is_redacted(raw):
@@ -320,6 +323,10 @@ def _agent(span: Span) -> AgentReading:
             content = last[-1].get("content") if last else None
             if isinstance(content, str):
                 answer = AnswerReading(content, None, span.end_time_unix_nano)
+        elif attributes.get(SPAN_KIND) == KIND_AGENT and not isinstance(read, Missing):
+            text = raw if isinstance(raw, str) else None
+            output = dict(read) if isinstance(read, Mapping) else None
+            answer = AnswerReading(text, output, span.end_time_unix_nano)
     return AgentReading(_agent_name(span), answer, None, missing)
 
 
