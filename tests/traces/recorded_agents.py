@@ -240,8 +240,8 @@ def run_openai_agents() -> str:
 
 
 # ── LangChain ────────────────────────────────────────────────────────────
-def langchain_model() -> Any:
-    """A chat model playing :data:`SCRIPT` that binds tools as provider chat models do (their OpenAI
+def langchain_model(script: Sequence[Turn] = SCRIPT) -> Any:
+    """A chat model playing ``script`` (one turn per AI message the history holds) that binds tools as provider chat models do (their OpenAI
     schemas) and serializes like them, so tracers see what they see from a real model."""
     from langchain_core.language_models.chat_models import BaseChatModel
     from langchain_core.messages import AIMessage, BaseMessage
@@ -263,7 +263,7 @@ def langchain_model() -> Any:
         def _generate(
             self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
         ) -> ChatResult:
-            turn = SCRIPT[sum(1 for m in messages if m.type == "ai")]
+            turn = script[sum(1 for m in messages if m.type == "ai")]
             calls = [{"name": n, "args": a, "id": i, "type": "tool_call"} for n, a, i in turn.calls]
             reply = AIMessage(content=turn.text or "", tool_calls=calls)
             return ChatResult(generations=[ChatGeneration(message=reply)])
@@ -403,6 +403,30 @@ def run_pydantic_ai_conversation(instrument: Any = None) -> list[str]:
     return [first.output.model_dump_json(), second.output.model_dump_json()]
 
 
+# The same conversation in words: a LangChain agent answers in text (no typed answer to claim from).
+SPOKEN_CONVERSATION: Final[tuple[Turn, ...]] = (
+    Turn(None, (("port_status", {"switch": "edge-sw-02"}, "call-s1"),)),
+    Turn(f"Port {PORT} reads as healthy."),
+    Turn(f"Port {PORT} is still down."),
+)
+
+
+def run_langchain_conversation() -> list[str]:
+    """Both turns on one LangChain agent, the second invoked with the first's messages."""
+    from langchain.agents import create_agent
+    from langchain_core.tools import tool
+
+    agent = create_agent(
+        langchain_model(SPOKEN_CONVERSATION),
+        tools=[tool(port_status)],
+        system_prompt=INSTRUCTIONS,
+        name=AGENT,
+    )
+    first = agent.invoke({"messages": [{"role": "user", "content": "Which port of edge-sw-02 is failing?"}]})
+    second = agent.invoke({"messages": [*first["messages"], {"role": "user", "content": FOLLOW_UP}]})
+    return [str(first["messages"][-1].content), str(second["messages"][-1].content)]
+
+
 def _asks(message: Any) -> bool:
     from pydantic_ai.messages import ModelRequest
 
@@ -452,7 +476,8 @@ def _logfire(path: str) -> None:
 
 def record(framework: str, instrumentation: str, path: str) -> str:
     """Run the scripted agent on ``framework`` with ``instrumentation`` only; spans go to ``path``.
-    The framework ``pydantic_ai_conversation`` is pydantic-ai playing :data:`CONVERSATION`."""
+    The frameworks ``pydantic_ai_conversation`` and ``langchain_conversation`` play the two-turn
+    conversation (:data:`CONVERSATION`, :data:`SPOKEN_CONVERSATION`)."""
     if framework in ("pydantic_ai", "pydantic_ai_conversation"):
         from pydantic_ai.models.instrumented import InstrumentationSettings
 
@@ -493,6 +518,18 @@ def record(framework: str, instrumentation: str, path: str) -> str:
 
             Contrib().instrument(tracer_provider=_provider(path))
             return run_openai_agents()
+    if framework == "langchain_conversation":
+        if instrumentation == "openinference":
+            from openinference.instrumentation.langchain import LangChainInstrumentor
+
+            LangChainInstrumentor().instrument(tracer_provider=_provider(path))
+        elif instrumentation == "openllmetry":
+            from opentelemetry.instrumentation.langchain import LangchainInstrumentor
+
+            LangchainInstrumentor().instrument(tracer_provider=_provider(path))
+        else:
+            raise SystemExit(f"no recording for {framework} under {instrumentation}")
+        return json.dumps(run_langchain_conversation())
     if framework == "langchain":
         if instrumentation == "openinference":
             from openinference.instrumentation.langchain import LangChainInstrumentor

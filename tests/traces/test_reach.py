@@ -17,7 +17,9 @@ OpenLLMetry):
   and the Agents SDK's instrumentations and OpenLLMetry's LangChain one record no final answer (the
   claim seam, which prior-turn evidence and claims judge, is unreachable, said why);
 - a two-turn pydantic-ai conversation with a typed answer, recorded by each of pydantic-ai's
-  instrumentations, files its false claim and its answer from a prior turn offline as in process.
+  instrumentations, files its false claim and its answer from a prior turn offline as in process;
+  the same conversation in words on LangChain files its prior-turn evidence under OpenInference, and
+  under OpenLLMetry (no answer recorded) is unreachable at the claim seam on both turns.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from tests.conftest import Telemetry
 from tests.traces import recorded_agents as scenario
 
 import context_integrity as ci
+from context_integrity.contracts import define_contract
 from context_integrity.judge import ContractBook, Dials
 from context_integrity.telemetry.schema import names
 from context_integrity.traces import JudgedRun, judge_runs, read_runs
@@ -313,3 +316,32 @@ def test_a_conversation_judged_offline_files_its_claims_and_prior_turn_evidence_
     assert rows["prior-turn-evidence", "claim"].findings == 1
     # Turn 2 called no tool: nothing settled fc1/3's status in it, as in process.
     assert rows["unsupported-claim", "claim"].unreachable == 1
+
+
+@pytest.mark.parametrize(
+    ("instrumentation", "no_answer"), [("openinference", None), ("openllmetry", NOT_IN_TRACE)]
+)
+def test_a_langchain_conversation_judged_offline_files_its_prior_turn_evidence_as_in_process(
+    instrumentation: str, no_answer: str | None, telemetry: Telemetry, tmp_path: Path
+) -> None:
+    """LangChain answers in words: OpenInference records each turn's LangGraph state, whose last message
+    is the answer, so the follow-up's answer from turn one is filed offline as in process; OpenLLMetry
+    records no answer, so the claim seam is unreachable on both turns, said why."""
+    telemetry.configure(**scenario.CONVERSATION_SETUP_DIALS)
+    for name, declared in scenario.CONVERSATION_DECLARATIONS.items():
+        ci.declare_tool(name, replace=True, **declared)
+    answers = scenario.run_langchain_conversation()
+    assert findings_filed(telemetry) == CONVERSATION_FINDINGS[1]
+
+    path, recorded_answers = recorded_file("langchain_conversation", instrumentation, tmp_path)
+    assert json.loads(str(recorded_answers)) == answers
+    book = ContractBook()
+    for name, declared in scenario.CONVERSATION_DECLARATIONS.items():
+        book.declare(define_contract(name, **declared))
+    runs = judged_file(path, book, scenario.CONVERSATION_DIALS)
+    assert len(runs) == 2
+    for run in runs:
+        at_claim = [u.reason for u in run.unreachable if u.seam == "claim"]
+        assert at_claim == ([] if no_answer is None else [no_answer])
+    expected = CONVERSATION_FINDINGS[1] if no_answer is None else []
+    assert [offline_findings(run) for run in runs] == [[], expected]
