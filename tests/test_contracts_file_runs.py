@@ -32,7 +32,7 @@ from context_integrity.telemetry.schema import names
 from context_integrity.telemetry.setup import current
 
 PORTS = """\
-[tools.port_status]
+[tools.san_port_state]
 result_columns = { port = "string", crc_errors = "number" }
 settles = { entity = "port", facts = ["status", "crc_errors"] }
 
@@ -59,15 +59,15 @@ def _port_rows(port: str) -> list[dict[str, object]]:
 
 
 def _ask_ports(run: ci.Run, answer: str) -> list[ci.Finding]:
-    offered = [ToolDefinition("port_status")]
+    offered = [ToolDefinition("san_port_state")]
     drive(
         run,
         [Message("user", "Is fc1/3 healthy?")],
         [
-            ModelResponse(calls=(ToolCall("port_status", "c1", {"port": "fc1/3"}),)),
+            ModelResponse(calls=(ToolCall("san_port_state", "c1", {"port": "fc1/3"}),)),
             ModelResponse(text=answer),
         ],
-        {"port_status": lambda port: run.tool_result("port_status", "c1", _port_rows(port))},
+        {"san_port_state": lambda port: run.tool_result("san_port_state", "c1", _port_rows(port))},
         offered,
     )
     return run.answer(answer)
@@ -78,10 +78,10 @@ def _ask_ports(run: ci.Run, answer: str) -> list[ci.Finding]:
 
 def test_setup_declares_the_files_tools_claims_and_toolsets(telemetry: Telemetry, ports_file: Path) -> None:
     telemetry.configure(contracts=ports_file)
-    held = CONTRACTS.get("port_status")
+    held = CONTRACTS.get("san_port_state")
     assert held is not None and held.settles is not None
     assert held == define_contract(
-        "port_status",
+        "san_port_state",
         result_columns={"port": "string", "crc_errors": "number"},
         settles={"entity": "port", "facts": ["status", "crc_errors"]},
     )
@@ -95,13 +95,13 @@ def test_the_environment_names_the_file_when_setup_does_not(
 ) -> None:
     monkeypatch.setenv(CONTRACTS_ENV_VAR, str(ports_file))
     telemetry.configure()
-    assert CONTRACTS.get("port_status") is not None
+    assert CONTRACTS.get("san_port_state") is not None
     ci.shutdown()
-    CONTRACTS.forget("port_status")
+    CONTRACTS.forget("san_port_state")
     other = tmp_path / "other.toml"
-    other.write_text("[tools.list_hosts]\n")
+    other.write_text("[tools.inventory_hosts]\n")
     telemetry.configure(contracts=other)  # the path named beats the environment's
-    assert CONTRACTS.get("list_hosts") is not None and CONTRACTS.get("port_status") is None
+    assert CONTRACTS.get("inventory_hosts") is not None and CONTRACTS.get("san_port_state") is None
 
 
 # ── 2. refusals ──────────────────────────────────────────────────────────
@@ -109,11 +109,13 @@ def test_the_environment_names_the_file_when_setup_does_not(
 
 def test_a_bad_file_raises_at_setup_and_configures_nothing(telemetry: Telemetry, tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
-    bad.write_text('[tools.host_paths]\narguments_from = ["list_host"]\n[tools.list_hosts]\n')
-    with pytest.raises(ContractsFileError, match=r"tools\.host_paths\.arguments_from\[0\].*'list_hosts'"):
+    bad.write_text('[tools.inventory_paths]\narguments_from = ["inventory_host"]\n[tools.inventory_hosts]\n')
+    with pytest.raises(
+        ContractsFileError, match=r"tools\.inventory_paths\.arguments_from\[0\].*'inventory_hosts'"
+    ):
         telemetry.configure(contracts=bad)
     assert current() is None
-    assert CONTRACTS.get("list_hosts") is None
+    assert CONTRACTS.get("inventory_hosts") is None
     with pytest.raises(ContractsFileError, match="cannot be read"):
         telemetry.configure(contracts=tmp_path / "absent.toml")
     assert current() is None
@@ -129,11 +131,11 @@ def test_a_contracts_option_that_is_no_path_is_refused(telemetry: Telemetry, val
 def test_a_tool_declared_differently_in_code_is_refused_naming_the_file(
     telemetry: Telemetry, ports_file: Path
 ) -> None:
-    ci.declare_tool("port_status", result_columns={"port": "string"})
+    ci.declare_tool("san_port_state", result_columns={"port": "string"})
     with pytest.raises(DeclarationError) as caught:
         telemetry.configure(contracts=ports_file)
     message = str(caught.value)
-    assert "'port_status'" in message and str(ports_file) in message
+    assert "'san_port_state'" in message and str(ports_file) in message
     assert "result_columns, settles differ" in message and "not in both" in message
     assert current() is None
     assert CONTRACTS.toolset("ticketing") is None  # all or nothing
@@ -142,7 +144,7 @@ def test_a_tool_declared_differently_in_code_is_refused_naming_the_file(
 def test_the_same_file_twice_is_no_conflict(telemetry: Telemetry, ports_file: Path) -> None:
     telemetry.configure(contracts=ports_file)
     telemetry.configure(contracts=ports_file, check_column_types="warn")
-    assert CONTRACTS.get("port_status") is not None
+    assert CONTRACTS.get("san_port_state") is not None
 
 
 # ── 3. runs judged by the file ───────────────────────────────────────────
@@ -157,8 +159,8 @@ def test_a_run_checks_the_columns_and_the_claims_the_file_declares(
     (claim,) = found
     assert (claim.kind, claim.predicate) == ("unsupported-claim", "status")
     assert claim.witnesses[0].value == "down"
-    assert "tool 'port_status' call 'c1'" in claim.witnesses[0].provenance
-    tool_span = telemetry.one(names.tool_span_name("port_status"))
+    assert "tool 'san_port_state' call 'c1'" in claim.witnesses[0].provenance
+    tool_span = telemetry.one(names.tool_span_name("san_port_state"))
     (mismatch,) = [e for e in tool_span.events if e.name == names.FINDING_EVENT]
     assert (mismatch.attributes or {})[names.FINDING_KIND] == "column-type-mismatch"
 
@@ -188,7 +190,7 @@ def test_an_honest_answer_passes_and_prose_is_unreachable(telemetry: Telemetry, 
 
 def test_settles_declared_in_code_is_read_the_same_way(telemetry: Telemetry) -> None:
     telemetry.configure()
-    ci.declare_tool("port_status", settles={"entity": "port", "facts": ["status"]})
+    ci.declare_tool("san_port_state", settles={"entity": "port", "facts": ["status"]})
     from pydantic import BaseModel
 
     class Answer(BaseModel):
@@ -210,7 +212,7 @@ def test_a_toolset_declared_suspended_is_off_from_the_first_request(
     path = tmp_path / "contracts.toml"
     path.write_text('[toolsets.ticketing]\ntools = ["open_ticket"]\nsuspended = true\n')
     telemetry.configure(contracts=path)
-    offered = [ToolDefinition("list_hosts"), ToolDefinition("open_ticket")]
+    offered = [ToolDefinition("inventory_hosts"), ToolDefinition("open_ticket")]
     with ci.run("triage") as run:
         drive(run, [Message("user", "triage")], [ModelResponse(text="done")], {}, offered)
     (event,) = events(telemetry.one(CHAT))

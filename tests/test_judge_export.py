@@ -18,15 +18,14 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 import time
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.telemetry.otlp_receiver import Receiver, attributes_of, receiver, records_of, spans_of
+from tests.telemetry.test_phoenix_annotations import _Phoenix as PhoenixApi
+from tests.telemetry.test_phoenix_annotations import phoenix, refusing_phoenix
 from tests.test_judge_cli import COMMAND, TRIAGE_CONTRACTS, judge, workdir
 from tests.traces.shapes import Trace, document, triage_trace, write_lines
 
@@ -35,7 +34,7 @@ from context_integrity.telemetry import schema
 from context_integrity.telemetry.export.phoenix import ANNOTATIONS_PATH, annotation_identifier
 from context_integrity.telemetry.schema import names
 
-__all__ = ["receiver", "workdir"]  # fixtures, imported for the tests below
+__all__ = ["phoenix", "receiver", "refusing_phoenix", "workdir"]  # fixtures, imported for the tests below
 
 
 @pytest.fixture
@@ -156,54 +155,20 @@ def test_an_endpoint_that_does_not_answer_costs_a_bounded_wait_and_a_sentence(
 # ── --phoenix, against a server that answers as Phoenix's annotations API ──
 
 
-class _Annotations(ThreadingHTTPServer):
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _AnnotationHandler)
-        self.posted: list[dict[str, Any]] = []
-
-
-class _AnnotationHandler(BaseHTTPRequestHandler):
-    server: _Annotations
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
-        status = 200 if self.path == ANNOTATIONS_PATH else 404
-        if status == 200:
-            self.server.posted.extend(body["data"])
-        payload = json.dumps({"data": [{"id": str(i)} for i, _ in enumerate(body["data"])]}).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, format: str, *args: object) -> None:
-        return None
-
-
-@pytest.fixture
-def annotations_api() -> Iterator[_Annotations]:
-    server = _Annotations()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-
-
 def test_phoenix_gets_one_annotation_per_finding_on_the_judged_span(
-    two_runs: tuple[Path, list[Trace]], annotations_api: _Annotations, capsys: pytest.CaptureFixture[str]
+    two_runs: tuple[Path, list[Trace]], phoenix: PhoenixApi, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path, _ = two_runs
-    base = f"http://127.0.0.1:{annotations_api.server_address[1]}"
     status, out, err = judge(
-        capsys, str(path), "--contracts", "contracts.toml", "--format", "json", "--phoenix", base
+        capsys, str(path), "--contracts", "contracts.toml", "--format", "json", "--phoenix", phoenix.url
     )
     assert status == 0
     findings = [json.loads(line) for line in out.splitlines()]
-    assert f"{COMMAND}: posted 2 findings to Phoenix at {base} as span annotations" in err
-    assert sorted(a["span_id"] for a in annotations_api.posted) == sorted(f["span_id"] for f in findings)
-    for annotation in annotations_api.posted:
+    assert f"{COMMAND}: posted 2 findings to Phoenix at {phoenix.url} as span annotations" in err
+    posted = [annotation for path_posted, batch in phoenix.posts for annotation in batch]
+    assert {path_posted for path_posted, _ in phoenix.posts} == {ANNOTATIONS_PATH}
+    assert sorted(a["span_id"] for a in posted) == sorted(f["span_id"] for f in findings)
+    for annotation in posted:
         assert annotation["name"] == names.PHOENIX_ANNOTATION_NAME
         assert annotation["annotator_kind"] == names.ANNOTATOR_KIND_CODE
         assert annotation["result"]["label"] == "unsupported-argument"
@@ -211,9 +176,10 @@ def test_phoenix_gets_one_annotation_per_finding_on_the_judged_span(
 
 
 def test_a_phoenix_that_refuses_is_counted_not_raised(
-    two_runs: tuple[Path, list[Trace]], annotations_api: _Annotations, capsys: pytest.CaptureFixture[str]
+    two_runs: tuple[Path, list[Trace]], refusing_phoenix: PhoenixApi, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    base = f"http://127.0.0.1:{annotations_api.server_address[1]}/not-phoenix"
-    status, _, err = judge(capsys, str(two_runs[0]), "--contracts", "contracts.toml", "--phoenix", base)
+    status, _, err = judge(
+        capsys, str(two_runs[0]), "--contracts", "contracts.toml", "--phoenix", refusing_phoenix.url
+    )
     assert status == 0
     assert "posted 0 findings" in err and "2 could not be posted" in err

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
@@ -43,7 +42,7 @@ from ...text import clip
 from ..emit import clipped, finding_records, provenance
 from ..instrumentation import instrumentation_version
 from ..schema import finding_attributes, names, summary_attributes
-from .bounded import TallyingSpanExporter, flush_all, within
+from .bounded import Tally, TallyingSpanExporter, flush_all, within
 from .exporters import ExportPlan, otlp_log_exporter, otlp_span_exporter
 from .phoenix import METADATA_KEYS, PhoenixAnnotationExporter, finding_annotation
 
@@ -94,15 +93,12 @@ def carrier_attributes(attributes: Mapping[str, AttributeValue]) -> dict[str, At
     return out
 
 
-class _TallyingLogExporter:
-    """The log exporter we built, counting the records it sent and failed to send (as
-    :class:`~.bounded.TallyingSpanExporter` does for spans)."""
+class _TallyingLogExporter(Tally):
+    """The log exporter we built, counting the records it sent and failed to send."""
 
     def __init__(self, inner: LogRecordExporter) -> None:
+        super().__init__()
         self.inner = inner
-        self.sent = 0
-        self.failed = 0
-        self._lock = threading.Lock()
 
     def export(self, batch: Sequence[Any]) -> LogRecordExportResult:
         from opentelemetry.sdk._logs.export import LogRecordExportResult
@@ -111,11 +107,7 @@ class _TallyingLogExporter:
             result = self.inner.export(batch)
         except Exception:
             result = LogRecordExportResult.FAILURE
-        with self._lock:
-            if result is LogRecordExportResult.SUCCESS:
-                self.sent += len(batch)
-            else:
-                self.failed += len(batch)
+        self.count(result is LogRecordExportResult.SUCCESS, len(batch))
         return result
 
     def shutdown(self) -> None:
