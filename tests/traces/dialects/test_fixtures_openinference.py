@@ -24,6 +24,7 @@ import pytest
 from tests.traces.dialects.written import span, text
 
 from context_integrity.loop import Message, ModelResponse, RequestFrame, ToolCall, ToolDefinition
+from context_integrity.traces.detect import detect
 from context_integrity.traces.dialects import openinference
 from context_integrity.traces.readings import (
     AgentReading,
@@ -296,3 +297,43 @@ def test_an_agent_spans_output_is_its_answer() -> None:
         span("RunnableSequence", {"openinference.span.kind": "CHAIN", "output.value": said})
     )
     assert chain == AgentReading("RunnableSequence")
+
+
+def test_a_genai_span_phoenix_gave_a_span_kind_is_read_in_the_genai_conventions() -> None:
+    # A chat span in the GenAI conventions as Phoenix's span API answers it: Phoenix infers its kind
+    # (lifted back into openinference.span.kind by the source) and adds a partial translation into
+    # OpenInference's attributes, with no output messages. The conventions' original is read.
+    attributes = {
+        "openinference.span.kind": "LLM",
+        "llm.model_name": "test-model",
+        "llm.input_messages.0.message.role": "user",
+        "llm.input_messages.0.message.content": "hi",
+        "gen_ai.operation.name": "chat",
+        "gen_ai.input.messages": text([{"role": "user", "parts": [{"type": "text", "content": "hi"}]}]),
+        "gen_ai.output.messages": text(
+            [{"role": "assistant", "parts": [{"type": "text", "content": "hello"}]}]
+        ),
+        "gen_ai.tool.definitions": text([]),
+    }
+    dialect, reading = detect(span("chat test-model", attributes), print)
+    assert dialect is not None and dialect.key == "genai"
+    assert reading == ModelCallReading(RequestFrame((Message("user", "hi"),)), ModelResponse((), "hello"))
+    # A tool span so stored: its arguments became tool.parameters, its call id tool.id.
+    tool = {
+        "openinference.span.kind": "TOOL",
+        "tool.name": "host_paths",
+        "tool.id": "call-2",
+        "tool.parameters": '{"host": "esx-07"}',
+        "output.value": "[]",
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "host_paths",
+        "gen_ai.tool.call.id": "call-2",
+        "gen_ai.tool.call.arguments": '{"host": "esx-07"}',
+        "gen_ai.tool.call.result": "[]",
+    }
+    dialect, reading = detect(span("execute_tool host_paths", tool), print)
+    assert dialect is not None and dialect.key == "genai"
+    assert reading == ToolReading("host_paths", "call-2", {"host": "esx-07"}, [])
+    # OpenInference's own spans that also name a GenAI operation stay OpenInference's.
+    dialect, _ = detect(span("ChatCompletion", {**FLAT, "gen_ai.operation.name": "chat"}), print)
+    assert dialect is not None and dialect.key == "openinference"

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from ...loop import Message, ModelResponse, RequestFrame, ToolCall, ToolDefinition
+from ...telemetry.schema import names
 from ..readings import AgentReading, AnswerReading, Missing, ModelCallReading, Reading, ToolReading
 from ..spans import Attributes, Span
 from ..values import arguments_of, hidden, is_redacted, not_recorded, parsed_json, structured, text_of
@@ -75,6 +76,26 @@ _AGENT_ROLES: Final[Mapping[str, str]] = {"tool-call": "assistant", "tool-respon
 _UNNAMED_RESULTS: Final = (
     "the request holds tool results that name neither their tool nor their call id "
     "(smolagents' 'tool-response' messages), so which results it still holds cannot be told"
+)
+# What only OpenInference writes: a span of its kind holding none of these is another convention's.
+_OWN_MARKS: Final = (
+    INPUT_VALUE,
+    OUTPUT_VALUE,
+    TOOL_NAME,
+    LLM_MODEL_NAME,
+    INPUT_MESSAGES,
+    OUTPUT_MESSAGES,
+    f"{INPUT_MESSAGES}.0.{MESSAGE_ROLE}",
+    f"{OUTPUT_MESSAGES}.0.{MESSAGE_ROLE}",
+    f"{LLM_TOOLS}.0.{TOOL_JSON_SCHEMA}",
+    AGENT_NAME,
+)
+# The GenAI conventions' own content: a span holding it was written in them.
+_GENAI_CONTENT: Final = (
+    names.GEN_AI_INPUT_MESSAGES,
+    names.GEN_AI_OUTPUT_MESSAGES,
+    names.GEN_AI_TOOL_CALL_ARGUMENTS,
+    names.GEN_AI_TOOL_CALL_RESULT,
 )
 # A flattened list index is a small decimal; a longer run of digits is no index anyone wrote.
 _MAX_INDEX_DIGITS: Final = 6
@@ -348,7 +369,18 @@ class OpenInferenceDialect:
     key = KEY
 
     def claims(self, span: Span) -> bool:
-        return SPAN_KIND in span.attributes
+        attributes = span.attributes
+        if SPAN_KIND not in attributes:
+            return False
+        if names.GEN_AI_OPERATION_NAME not in attributes:
+            return True
+        # A span in the GenAI conventions as Phoenix stores it: Phoenix infers a span kind and adds
+        # a partial translation into OpenInference's attributes (no output messages, the arguments
+        # as tool.parameters). The conventions' own content is the original: the GenAI dialect reads
+        # it. So does it a span with none of OpenInference's own attributes.
+        return not any(key in attributes for key in _GENAI_CONTENT) and any(
+            mark in attributes for mark in _OWN_MARKS
+        )
 
     def read(self, span: Span) -> Reading | None:
         return read_openinference(span)
