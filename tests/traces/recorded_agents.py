@@ -331,7 +331,7 @@ FOLLOW_UP: Final = "And is that port still failing?"
 PORT: Final = "fc1/3"
 
 
-def port_status(switch: str) -> list[dict[str, str]]:
+def link_status(switch: str) -> list[dict[str, str]]:
     """The link status of a switch's ports."""
     return [{"port": "fc1/1", "status": "up"}, {"port": PORT, "status": "down"}]
 
@@ -345,7 +345,7 @@ class PortReport(BaseModel):
 
 # The tool's rows settle each port's status; the answer's status field claims fc1/3's.
 CONVERSATION_DECLARATIONS: Final[Mapping[str, Mapping[str, Any]]] = {
-    "port_status": {"settles": {"entity": "port", "facts": ["status"]}},
+    "link_status": {"settles": {"entity": "port", "facts": ["status"]}},
 }
 CLAIMS: Final[Mapping[str, tuple[str, str]]] = {"status": (PORT, "status")}
 CONVERSATION_DIALS: Final = Dials(notice_prior_turn_evidence=True)
@@ -354,7 +354,7 @@ CONVERSATION_SETUP_DIALS: Final[Mapping[str, Any]] = {"notice_prior_turn_evidenc
 # from what turn 1 served without looking again.
 CONVERSATION: Final[tuple[tuple[Turn, ...], ...]] = (
     (
-        Turn(None, (("port_status", {"switch": "edge-sw-02"}, "call-s1"),)),
+        Turn(None, (("link_status", {"switch": "edge-sw-02"}, "call-s1"),)),
         Turn(json.dumps({"port": PORT, "status": "healthy"})),
     ),
     (Turn(json.dumps({"port": PORT, "status": "down"})),),
@@ -393,7 +393,7 @@ def run_pydantic_ai_conversation(instrument: Any = None) -> list[str]:
         FunctionModel(model, model_name="scripted"),
         name=AGENT,
         instructions=INSTRUCTIONS,
-        tools=[port_status],
+        tools=[link_status],
         output_type=PortReport,
     )
     if instrument is not None:
@@ -405,7 +405,7 @@ def run_pydantic_ai_conversation(instrument: Any = None) -> list[str]:
 
 # The same conversation in words: a LangChain agent answers in text (no typed answer to claim from).
 SPOKEN_CONVERSATION: Final[tuple[Turn, ...]] = (
-    Turn(None, (("port_status", {"switch": "edge-sw-02"}, "call-s1"),)),
+    Turn(None, (("link_status", {"switch": "edge-sw-02"}, "call-s1"),)),
     Turn(f"Port {PORT} reads as healthy."),
     Turn(f"Port {PORT} is still down."),
 )
@@ -418,7 +418,7 @@ def run_langchain_conversation() -> list[str]:
 
     agent = create_agent(
         langchain_model(SPOKEN_CONVERSATION),
-        tools=[tool(port_status)],
+        tools=[tool(link_status)],
         system_prompt=INSTRUCTIONS,
         name=AGENT,
     )

@@ -280,7 +280,7 @@ def test_a_framework_with_no_integration_is_judged_from_its_instrumentors_traces
 
 
 # ── a conversation: claims and prior-turn evidence ──────────────────────────
-# Turn 1's typed answer claims fc1/3 is healthy where port_status settled it down; turn 2 restates
+# Turn 1's typed answer claims fc1/3 is healthy where link_status settled it down; turn 2 restates
 # fc1/3 from turn 1's result without looking again.
 CONVERSATION_FINDINGS: list[list[Finding]] = [
     [("unsupported-claim", "claim", None, "status")],
