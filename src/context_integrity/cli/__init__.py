@@ -10,10 +10,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from . import demo, report
+from . import demo, judge, report
 
 # THE list of subcommands, in the order help lists them.
-SUBCOMMANDS = (demo, report)
+SUBCOMMANDS = (demo, report, judge)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -29,6 +29,9 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    top = parser()
+    args, extra = top.parse_known_args(argv)
+    if extra:  # said by the subcommand's own parser when it has one (``judge`` says it in one sentence)
+        getattr(args, "parser", top).error(f"unrecognized arguments: {' '.join(extra)}")
     result: int = args.run(args)
     return result

@@ -13,9 +13,9 @@ import functools
 import io
 import operator
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Final, TextIO
+from typing import Final, Protocol, TextIO
 
 from ..ledger import ROW_FIELDS
 from ..recording.model import FindingRecord, Recording, RunRecord, ToolCallRecord
@@ -323,13 +323,23 @@ def _rest_lines(recording: Recording, *, verbose: bool, tally: _Tally) -> list[s
     return out
 
 
-def write_report(source: Recording | RecordingStream, out: TextIO, *, verbose: bool = False) -> None:
+class RunStream(Protocol):
+    """Runs read as they go (a :class:`RecordingStream`, judged runs): ``rest`` is whole once they are."""
+
+    rest: Recording
+
+    def __iter__(self) -> Iterator[RunRecord]: ...
+
+
+def write_report(
+    source: Recording | RecordingStream | RunStream, out: TextIO, *, verbose: bool = False
+) -> None:
     """Write the report of a recording to ``out``, each run as soon as it is read."""
     runs: Iterable[RunRecord]
-    if isinstance(source, RecordingStream):
-        runs, rest = source, source.rest
-    else:
+    if isinstance(source, Recording):
         runs, rest = source.runs, source
+    else:
+        runs, rest = source, source.rest
     if rest.source:
         out.write(f"recording: {rest.source}\n")
         if rest.rotated:

@@ -24,7 +24,7 @@ from opentelemetry.util.types import AttributeValue
 from ..findings import ExternalGrounding, Finding, kinds_of
 from ..ledger import CheckId
 from ..limits import MAX_ATTRIBUTE_CHARS, MAX_CONTENT_CHARS, MAX_STACKTRACE_CHARS, MAX_STACKTRACE_FRAMES
-from ..text import bounded_json, clip, render_value
+from ..text import bounded_json, clip, exception_message, render_value
 from .instrumentation import instrumentation_version
 from .schema import names
 from .schema.attributes import finding_attributes
@@ -80,14 +80,6 @@ def _hook() -> Redactor | None:
 
     inst = current()
     return inst.redact if inst is not None else None
-
-
-def exception_message(error: BaseException) -> str:
-    """``str(error)``, or its type's name when the exception cannot even be printed. Never raises."""
-    try:
-        return str(error) or type(error).__name__
-    except Exception:
-        return f"<unprintable {type(error).__name__}>"
 
 
 def _stacktrace(error: BaseException) -> str:
@@ -302,34 +294,17 @@ class SpanEmitter:
 
     def _log_records(self, finding: Finding, attributes: dict[str, AttributeValue]) -> None:
         """The finding as log records, each in the evaluated span's context (its trace and span ids)."""
-        from opentelemetry._logs import SeverityNumber
-
         inst = self.inst
         assert inst is not None and inst.event_logger is not None
-        severity = SeverityNumber.INFO if finding.advisory else SeverityNumber.WARN
-        severity_text = "INFO" if finding.advisory else "WARN"
-        context = trace.set_span_in_context(self.span)
-        if inst.log_events:
-            inst.event_logger.emit(
-                body=redact(finding.message, self._redact),
-                attributes=attributes,
-                event_name=names.FINDING_LOG_EVENT_NAME,
-                context=context,
-                severity_number=severity,
-                severity_text=severity_text,
-            )
-        if inst.evaluation_events:
-            # The explanation is the finding event's message as the redaction hook already let it leave.
-            explanation = attributes.get(names.FINDING_MESSAGE)
-            inst.event_logger.emit(
-                attributes=evaluation_attributes(
-                    finding, self.span, explanation=explanation if isinstance(explanation, str) else REDACTED
-                ),
-                event_name=names.GEN_AI_EVALUATION_RESULT_EVENT,
-                context=context,
-                severity_number=severity,
-                severity_text=severity_text,
-            )
+        finding_records(
+            inst.event_logger,
+            finding,
+            attributes,
+            self.span,
+            log_events=inst.log_events,
+            evaluation_events=bool(inst.evaluation_events),
+            redact_hook=self._redact,
+        )
 
     def passes(self, checks: Sequence[CheckId]) -> None:
         """One pass ``gen_ai.evaluation.result`` per ``checked-pass`` encounter (evaluation_events="all")."""
@@ -353,6 +328,49 @@ class SpanEmitter:
             except Exception as ours:
                 record_internal_error(self.span, "writing a pass evaluation event", ours)
                 return
+
+
+def finding_records(
+    event_logger: Any,
+    finding: Finding,
+    attributes: dict[str, AttributeValue],
+    evaluated: Span,
+    *,
+    log_events: bool,
+    evaluation_events: bool,
+    redact_hook: Redactor | None,
+) -> None:
+    """One finding as log records in the context of the span it evaluates (so each carries that
+    span's trace and span ids): our ``context_integrity.finding`` record (``log_events``) and the
+    GenAI conventions' ``gen_ai.evaluation.result`` (``evaluation_events``). ``attributes`` are the
+    finding event's, already clipped and redacted. ``evaluated`` may be a span that ended long ago
+    (a ``NonRecordingSpan`` of its context), as when a recorded trace is judged after the fact."""
+    from opentelemetry._logs import SeverityNumber
+
+    severity = SeverityNumber.INFO if finding.advisory else SeverityNumber.WARN
+    severity_text = "INFO" if finding.advisory else "WARN"
+    context = trace.set_span_in_context(evaluated)
+    if log_events:
+        event_logger.emit(
+            body=redact(finding.message, redact_hook),
+            attributes=attributes,
+            event_name=names.FINDING_LOG_EVENT_NAME,
+            context=context,
+            severity_number=severity,
+            severity_text=severity_text,
+        )
+    if evaluation_events:
+        # The explanation is the finding event's message as the redaction hook already let it leave.
+        explanation = attributes.get(names.FINDING_MESSAGE)
+        event_logger.emit(
+            attributes=evaluation_attributes(
+                finding, evaluated, explanation=explanation if isinstance(explanation, str) else REDACTED
+            ),
+            event_name=names.GEN_AI_EVALUATION_RESULT_EVENT,
+            context=context,
+            severity_number=severity,
+            severity_text=severity_text,
+        )
 
 
 def wants_passes(inst: Instrumentation | None) -> bool:

@@ -21,25 +21,35 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 logger = logging.getLogger("context_integrity")
 
 
-class TallyingSpanExporter(SpanExporter):
-    """An exporter we built, counting what it was handed and what it sent."""
+class Tally:
+    """What an exporter we built sent and failed to send, counted across its worker threads."""
 
-    def __init__(self, inner: SpanExporter) -> None:
-        self.inner = inner
+    def __init__(self) -> None:
         self.sent = 0
         self.failed = 0
         self._lock = threading.Lock()
+
+    def count(self, sent: bool, items: int) -> None:
+        with self._lock:
+            if sent:
+                self.sent += items
+            else:
+                self.failed += items
+
+
+class TallyingSpanExporter(SpanExporter, Tally):
+    """An exporter we built, counting what it was handed and what it sent."""
+
+    def __init__(self, inner: SpanExporter) -> None:
+        Tally.__init__(self)
+        self.inner = inner
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         try:
             result = self.inner.export(spans)
         except Exception:
             result = SpanExportResult.FAILURE
-        with self._lock:
-            if result is SpanExportResult.SUCCESS:
-                self.sent += len(spans)
-            else:
-                self.failed += len(spans)
+        self.count(result is SpanExportResult.SUCCESS, len(spans))
         return result
 
     def shutdown(self) -> None:

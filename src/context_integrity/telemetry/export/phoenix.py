@@ -33,7 +33,7 @@ from ..schema import names
 logger = logging.getLogger("context_integrity")
 
 ANNOTATIONS_PATH: Final = "/v1/span_annotations"
-ANNOTATOR_KIND: Final = "CODE"
+ANNOTATOR_KIND: Final = names.ANNOTATOR_KIND_CODE
 # Phoenix's own environment variable for its API key (sent as a bearer token), when it has auth on.
 API_KEY_ENV: Final = "PHOENIX_API_KEY"
 POST_TIMEOUT_S: Final = 5.0
@@ -47,50 +47,46 @@ def annotation_identifier(identity: str) -> str:
     return "ci-" + hashlib.sha256(identity.encode("utf-8", "replace")).hexdigest()[:24]
 
 
+# The finding attributes an annotation keeps as its metadata.
+METADATA_KEYS: Final = (
+    names.FINDING_SEAM,
+    names.FINDING_PREDICATE,
+    names.FINDING_ADVISORY,
+    names.FINDING_IDENTITY,
+    names.GEN_AI_TOOL_NAME,
+    names.GEN_AI_TOOL_CALL_ID,
+    names.EVALUATOR_VERSION,
+    names.EVALUATOR_RULE_VERSION,
+)
+
+
+def finding_annotation(span_id: str, attributes: Mapping[str, object], index: int = 0) -> dict[str, Any]:
+    """One finding (its ``context_integrity.finding`` attributes) as a Phoenix span annotation on
+    the span ``span_id`` (16 hex digits). ``index`` tells apart findings that carry no identity."""
+    kind = str(attributes.get(names.FINDING_KIND, ""))
+    identity = str(attributes.get(names.FINDING_IDENTITY, "")) or f"{kind} {index}"
+    return {
+        "span_id": span_id,
+        "name": names.PHOENIX_ANNOTATION_NAME,
+        "annotator_kind": ANNOTATOR_KIND,
+        "result": {
+            "label": kind,
+            "score": names.EVALUATION_SCORE_FAIL,
+            "explanation": clip(str(attributes.get(names.FINDING_MESSAGE, "")), MAX_EXPLANATION_CHARS),
+        },
+        "metadata": {key: attributes[key] for key in METADATA_KEYS if key in attributes},
+        "identifier": annotation_identifier(identity),
+    }
+
+
 def finding_annotations(span: ReadableSpan) -> list[dict[str, Any]]:
     """One Phoenix span annotation per ``context_integrity.finding`` event on ``span``."""
     context = span.context
     if context is None:
         return []
     span_id = format(context.span_id, "016x")
-    out: list[dict[str, Any]] = []
-    for event in span.events:
-        if event.name != names.FINDING_EVENT:
-            continue
-        attributes = dict(event.attributes or {})
-        kind = str(attributes.get(names.FINDING_KIND, ""))
-        identity = str(attributes.get(names.FINDING_IDENTITY, "")) or f"{kind} {len(out)}"
-        metadata = {
-            key: attributes[key]
-            for key in (
-                names.FINDING_SEAM,
-                names.FINDING_PREDICATE,
-                names.FINDING_ADVISORY,
-                names.FINDING_IDENTITY,
-                names.GEN_AI_TOOL_NAME,
-                names.GEN_AI_TOOL_CALL_ID,
-                names.EVALUATOR_VERSION,
-                names.EVALUATOR_RULE_VERSION,
-            )
-            if key in attributes
-        }
-        out.append(
-            {
-                "span_id": span_id,
-                "name": names.PHOENIX_ANNOTATION_NAME,
-                "annotator_kind": ANNOTATOR_KIND,
-                "result": {
-                    "label": kind,
-                    "score": names.EVALUATION_SCORE_FAIL,
-                    "explanation": clip(
-                        str(attributes.get(names.FINDING_MESSAGE, "")), MAX_EXPLANATION_CHARS
-                    ),
-                },
-                "metadata": metadata,
-                "identifier": annotation_identifier(identity),
-            }
-        )
-    return out
+    events = [dict(e.attributes or {}) for e in span.events if e.name == names.FINDING_EVENT]
+    return [finding_annotation(span_id, attributes, index) for index, attributes in enumerate(events)]
 
 
 class PhoenixAnnotationExporter(SpanExporter):
@@ -111,13 +107,18 @@ class PhoenixAnnotationExporter(SpanExporter):
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         try:
             annotations = [a for span in spans for a in finding_annotations(span)]
-            ok = True
-            for start in range(0, len(annotations), MAX_ANNOTATIONS_PER_POST):
-                ok = self._post(annotations[start : start + MAX_ANNOTATIONS_PER_POST]) and ok
-            return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
         except Exception as ours:
             self._complain("preparing annotations", ours)
             return SpanExportResult.FAILURE
+        return SpanExportResult.SUCCESS if self.post(annotations) else SpanExportResult.FAILURE
+
+    def post(self, annotations: Sequence[dict[str, Any]]) -> bool:
+        """Post annotations, :data:`MAX_ANNOTATIONS_PER_POST` at a time; whether every batch went in.
+        Never raises."""
+        ok = True
+        for start in range(0, len(annotations), MAX_ANNOTATIONS_PER_POST):
+            ok = self._post(list(annotations[start : start + MAX_ANNOTATIONS_PER_POST])) and ok
+        return ok
 
     def _post(self, batch: list[dict[str, Any]]) -> bool:
         body = json.dumps({"data": batch}, default=str).encode()

@@ -238,6 +238,31 @@ EVALUATOR_RULE_VERSION: Final = f"{_NS}.evaluator.rule_version"
 # ── Phoenix span annotations (opt-in: setup(phoenix_annotations=url)) ───
 # One annotation name for every finding, so Phoenix shows them in one column, labelled by kind.
 PHOENIX_ANNOTATION_NAME: Final = f"{_NS}.finding"
+# Who judged: deterministic code (OpenInference's and Phoenix's ``annotator_kind`` vocabulary).
+ANNOTATOR_KIND_CODE: Final = "CODE"
+
+# ── Post-hoc results (``context-integrity judge --export``) ─────────────
+# An ended span cannot change, so each finding about one also goes out as a carrier span with one
+# link to it, as OpenInference's annotations spec carries post-hoc feedback (``spec/annotations.md``):
+# span kind EVALUATOR, the feedback as ``annotations.0.annotation.<field>``. The strings are those of
+# openinference-semantic-conventions (``OpenInferenceSpanKindValues``, ``AnnotationAttributes``).
+FINDING_CARRIER_SPAN: Final = f"{_NS}.evaluation"
+OPENINFERENCE_KIND_EVALUATOR: Final = "EVALUATOR"
+ANNOTATION_FIELDS: Final = (
+    "name",
+    "score",
+    "label",
+    "explanation",
+    "annotator_kind",
+    "identifier",
+    "metadata",
+)
+
+
+def annotation_attribute(index: int, field: str) -> str:
+    """``annotations.<index>.annotation.<field>``: one field of one flattened OpenInference annotation."""
+    return f"annotations.{index}.annotation.{field}"
+
 
 # ── The local recording's own account of itself ─────────────────────────
 # A log record the recording writes into itself when spans could not be kept: how many, and (some

@@ -60,6 +60,7 @@ class FileSource(SpanSource):
                 f"{self.path} is not a regular file (a pipe or a device); save the traces to a file."
             )
         self.size = info.st_size
+        self._reading: Any = None
         # One trace document is whole traces in any order; OTLP/JSON lines are spans as they ended.
         with self._opened() as handle:
             self.whole_traces = _is_document(handle.read(_SNIFF_BYTES))
@@ -71,16 +72,28 @@ class FileSource(SpanSource):
             raise SourceError(f"{self.path} could not be opened ({error.strerror or error}).") from None
         return handle
 
+    def bytes_read(self) -> int:
+        """How far into the file the reading has come (for a progress bar); 0 before and after."""
+        handle = self._reading
+        try:
+            return int(handle.tell()) if handle is not None else 0
+        except (OSError, ValueError):
+            return 0
+
     def items(self, say: Say) -> Iterator[SourceItem]:
         with self._opened() as handle:
-            if self.whole_traces:
-                document = self._whole_document(handle)
-                if document is not None:
-                    yield from document_items(document, self.description, say)
-                    return
-                # Not one JSON document after all: read line by line, which says what each line is.
-                handle.seek(0)
-            yield from _line_items(handle, say)
+            self._reading = handle
+            try:
+                if self.whole_traces:
+                    document = self._whole_document(handle)
+                    if document is not None:
+                        yield from document_items(document, self.description, say)
+                        return
+                    # Not one JSON document after all: read line by line, which says what each line is.
+                    handle.seek(0)
+                yield from _line_items(handle, say)
+            finally:
+                self._reading = None
 
     def _whole_document(self, handle: Any) -> dict[str, Any] | None:
         if self.size > MAX_TRACE_DOCUMENT_BYTES:
