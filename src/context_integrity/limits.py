@@ -188,7 +188,7 @@ TRACE_API_TIMEOUT_SECONDS: Final = 30.0
 # the trace readers remember what they decoded of the last few (texts of at most the given size, the
 # conversations of this many traces), so each call costs what it added and the judge meets the same
 # objects again, as it does in process.
-MAX_REMEMBERED_DECODINGS: Final = 64
+MAX_REMEMBERED_DECODINGS: Final = 16
 MAX_REMEMBERED_TEXT_CHARS: Final = 65_536
 
 # ── The pipeline stage (``context-integrity serve``) ──

@@ -37,6 +37,14 @@ def bounded_json(value: Any, limit: int) -> str:
     return "".join(chunks)
 
 
+def exception_message(error: BaseException) -> str:
+    """``str(error)``, or its type's name when the exception cannot even be printed. Never raises."""
+    try:
+        return str(error) or type(error).__name__
+    except Exception:
+        return f"<unprintable {type(error).__name__}>"
+
+
 def render_value(value: Any, limit: int = MAX_QUOTED_CHARS) -> str:
     """One value the way a person would recognise it, clipped.
 

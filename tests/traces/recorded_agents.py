@@ -3,7 +3,8 @@
 The demo's defects, as plain tools that know nothing of this library: LUN 0 written as ``''`` and
 counters as quoted strings (column-type-mismatch), a declared column never delivered
 (missing-column), a host name the model lifts from its own text (unsupported-argument), a disk
-provisioned twice with the same arguments (duplicate-execution). :data:`DECLARATIONS` are what the
+provisioned twice with the same arguments (duplicate-execution), a volume the run served looked up
+where it is keyed otherwise (empty-lookup). :data:`DECLARATIONS` are what the
 team declared about these tools: the same declarations judge the run in process (``ci.declare_tool``)
 and offline (a :class:`~context_integrity.judge.ContractBook`).
 
@@ -27,7 +28,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
+from pydantic import BaseModel
+
 from context_integrity.contracts import define_contract
+from context_integrity.contracts.claims import define_answer_claims
 from context_integrity.judge import ContractBook, Dials
 
 AGENT: Final = "storage-triage"
@@ -65,6 +69,12 @@ def array_volumes(array: str) -> list[dict[str, Any]]:
     return [{"volume": "vdi-a-boot", "size_gb": 40}, {"volume": "vdi-a-data", "size_gb": 500}]
 
 
+def volume_snapshots(volume: str) -> list[dict[str, str]]:
+    """The snapshots of a volume."""
+    # The join bug: snapshots are keyed by the volume's id, so a lookup by its name finds nothing.
+    return []
+
+
 def host_paths(host: str) -> list[dict[str, str]]:
     """The storage paths of one host."""
     return [{"path": "vmhba2:C0:T1:L0", "state": "active"}]
@@ -80,6 +90,7 @@ TOOLS: Final[tuple[Callable[..., Any], ...]] = (
     host_group_mappings,
     port_counters,
     array_volumes,
+    volume_snapshots,
     host_paths,
     provision_disk,
 )
@@ -92,11 +103,16 @@ DECLARATIONS: Final[Mapping[str, Mapping[str, Any]]] = {
         "result_columns": {"port": "string", "frames_per_sec": "number", "crc_errors": "number"}
     },
     "array_volumes": {"result_columns": {"volume": "string", "size_gb": "number", "tier": "string"}},
+    "volume_snapshots": {"arguments_from": ["array_volumes"]},
     "host_paths": {"arguments_from": ["list_hosts"]},
     "provision_disk": {"once_per_run": True},
 }
-DIALS: Final = Dials(check_column_types="warn")
-SETUP_DIALS: Final[Mapping[str, Any]] = {"check_column_types": "warn"}
+DIALS: Final = Dials(check_column_types="warn", notice_empty_lookups=True, notice_prior_turn_evidence=True)
+SETUP_DIALS: Final[Mapping[str, Any]] = {
+    "check_column_types": "warn",
+    "notice_empty_lookups": True,
+    "notice_prior_turn_evidence": True,
+}
 
 
 def contract_book() -> ContractBook:
@@ -120,6 +136,8 @@ SCRIPT: Final[tuple[Turn, ...]] = (
     Turn(None, (("host_group_mappings", {"host_group": "vdi-a"}, "call-2"),)),
     Turn(None, (("port_counters", {"switch": "edge-sw-02"}, "call-3"),)),
     Turn(None, (("array_volumes", {"array": "fs-array-2"}, "call-4"),)),
+    # A volume the run served, looked up where it is keyed otherwise: nothing comes back.
+    Turn(None, (("volume_snapshots", {"volume": "vdi-a-boot"}, "call-4s"),)),
     # The host name comes from the model's own text, never from list_hosts.
     Turn(
         "The initiator belongs to esx-07-mgmt; checking its paths.",
@@ -222,8 +240,8 @@ def run_openai_agents() -> str:
 
 
 # ── LangChain ────────────────────────────────────────────────────────────
-def langchain_model() -> Any:
-    """A chat model playing :data:`SCRIPT` that binds tools as provider chat models do (their OpenAI
+def langchain_model(script: Sequence[Turn] = SCRIPT) -> Any:
+    """A chat model playing ``script`` (one turn per AI message the history holds) that binds tools as provider chat models do (their OpenAI
     schemas) and serializes like them, so tracers see what they see from a real model."""
     from langchain_core.language_models.chat_models import BaseChatModel
     from langchain_core.messages import AIMessage, BaseMessage
@@ -245,7 +263,7 @@ def langchain_model() -> Any:
         def _generate(
             self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
         ) -> ChatResult:
-            turn = SCRIPT[sum(1 for m in messages if m.type == "ai")]
+            turn = script[sum(1 for m in messages if m.type == "ai")]
             calls = [{"name": n, "args": a, "id": i, "type": "tool_call"} for n, a, i in turn.calls]
             reply = AIMessage(content=turn.text or "", tool_calls=calls)
             return ChatResult(generations=[ChatGeneration(message=reply)])
@@ -308,6 +326,113 @@ def run_smolagents() -> str:
     return str(agent.run(QUESTION))
 
 
+# ── a conversation: a typed answer claiming a fact, and a follow-up answered from memory ──
+FOLLOW_UP: Final = "And is that port still failing?"
+PORT: Final = "fc1/3"
+
+
+def link_status(switch: str) -> list[dict[str, str]]:
+    """The link status of a switch's ports."""
+    return [{"port": "fc1/1", "status": "up"}, {"port": PORT, "status": "down"}]
+
+
+class PortReport(BaseModel):
+    """The agent's typed answer: a port and the status it claims the port has."""
+
+    port: str
+    status: str
+
+
+# The tool's rows settle each port's status; the answer's status field claims fc1/3's.
+CONVERSATION_DECLARATIONS: Final[Mapping[str, Mapping[str, Any]]] = {
+    "link_status": {"settles": {"entity": "port", "facts": ["status"]}},
+}
+CLAIMS: Final[Mapping[str, tuple[str, str]]] = {"status": (PORT, "status")}
+CONVERSATION_DIALS: Final = Dials(notice_prior_turn_evidence=True)
+CONVERSATION_SETUP_DIALS: Final[Mapping[str, Any]] = {"notice_prior_turn_evidence": True}
+# Turn 1 reads the status and answers it wrong (the port is down); turn 2, asked a follow-up, answers
+# from what turn 1 served without looking again.
+CONVERSATION: Final[tuple[tuple[Turn, ...], ...]] = (
+    (
+        Turn(None, (("link_status", {"switch": "edge-sw-02"}, "call-s1"),)),
+        Turn(json.dumps({"port": PORT, "status": "healthy"})),
+    ),
+    (Turn(json.dumps({"port": PORT, "status": "down"})),),
+)
+
+
+def conversation_book() -> ContractBook:
+    """The conversation's declarations as a trace is judged by them: a recorded answer has JSON and no
+    class, so the claims are read from the agent's structured answers."""
+    book = ContractBook()
+    for name, declared in CONVERSATION_DECLARATIONS.items():
+        book.declare(define_contract(name, **declared))
+    book.declare_claims(define_answer_claims(dict(CLAIMS), agent=AGENT))
+    return book
+
+
+def run_pydantic_ai_conversation(instrument: Any = None) -> list[str]:
+    """Both turns on one pydantic-ai agent with a typed output (its output tool), the second given the
+    first's messages; each turn is a run of its own."""
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        asked = sum(1 for m in messages if _asks(m))
+        turns = CONVERSATION[asked - 1]
+        since = max(i for i, m in enumerate(messages) if _asks(m))
+        turn = turns[sum(1 for m in messages[since:] if m.kind == "response")]
+        if turn.calls:
+            return ModelResponse(parts=[ToolCallPart(n, a, tool_call_id=i) for n, a, i in turn.calls])
+        output = info.output_tools[0].name
+        assert turn.text is not None
+        return ModelResponse(parts=[ToolCallPart(output, json.loads(turn.text), tool_call_id=f"out-{asked}")])
+
+    agent = Agent(
+        FunctionModel(model, model_name="scripted"),
+        name=AGENT,
+        instructions=INSTRUCTIONS,
+        tools=[link_status],
+        output_type=PortReport,
+    )
+    if instrument is not None:
+        agent.instrument = instrument
+    first = agent.run_sync("Which port of edge-sw-02 is failing?")
+    second = agent.run_sync(FOLLOW_UP, message_history=first.all_messages())
+    return [first.output.model_dump_json(), second.output.model_dump_json()]
+
+
+# The same conversation in words: a LangChain agent answers in text (no typed answer to claim from).
+SPOKEN_CONVERSATION: Final[tuple[Turn, ...]] = (
+    Turn(None, (("link_status", {"switch": "edge-sw-02"}, "call-s1"),)),
+    Turn(f"Port {PORT} reads as healthy."),
+    Turn(f"Port {PORT} is still down."),
+)
+
+
+def run_langchain_conversation() -> list[str]:
+    """Both turns on one LangChain agent, the second invoked with the first's messages."""
+    from langchain.agents import create_agent
+    from langchain_core.tools import tool
+
+    agent = create_agent(
+        langchain_model(SPOKEN_CONVERSATION),
+        tools=[tool(link_status)],
+        system_prompt=INSTRUCTIONS,
+        name=AGENT,
+    )
+    first = agent.invoke({"messages": [{"role": "user", "content": "Which port of edge-sw-02 is failing?"}]})
+    second = agent.invoke({"messages": [*first["messages"], {"role": "user", "content": FOLLOW_UP}]})
+    return [str(first["messages"][-1].content), str(second["messages"][-1].content)]
+
+
+def _asks(message: Any) -> bool:
+    from pydantic_ai.messages import ModelRequest
+
+    return isinstance(message, ModelRequest) and message.parts[-1].part_kind == "user-prompt"
+
+
 # ── recording, as a user's agent process does ────────────────────────────
 def _file_processor(path: str) -> Any:
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -350,26 +475,31 @@ def _logfire(path: str) -> None:
 
 
 def record(framework: str, instrumentation: str, path: str) -> str:
-    """Run the scripted agent on ``framework`` with ``instrumentation`` only; spans go to ``path``."""
-    if framework == "pydantic_ai":
-        if instrumentation == "pydantic_ai":
-            from pydantic_ai.models.instrumented import InstrumentationSettings
+    """Run the scripted agent on ``framework`` with ``instrumentation`` only; spans go to ``path``.
+    The frameworks ``pydantic_ai_conversation`` and ``langchain_conversation`` play the two-turn
+    conversation (:data:`CONVERSATION`, :data:`SPOKEN_CONVERSATION`)."""
+    if framework in ("pydantic_ai", "pydantic_ai_conversation"):
+        from pydantic_ai.models.instrumented import InstrumentationSettings
 
-            return run_pydantic_ai(
-                pydantic_ai_agent(InstrumentationSettings(tracer_provider=_provider(path)))
-            )
-        if instrumentation == "logfire":
+        instrument: Any = None
+        if instrumentation == "pydantic_ai":
+            instrument = InstrumentationSettings(tracer_provider=_provider(path))
+        elif instrumentation == "logfire":
             import logfire
 
             _logfire(path)
             logfire.instrument_pydantic_ai()
-            return run_pydantic_ai(pydantic_ai_agent())
-        if instrumentation == "openinference":
+        elif instrumentation == "openinference":
             from openinference.instrumentation.pydantic_ai import OpenInferenceSpanProcessor
-            from pydantic_ai.models.instrumented import InstrumentationSettings
 
-            provider = _provider(path, OpenInferenceSpanProcessor())
-            return run_pydantic_ai(pydantic_ai_agent(InstrumentationSettings(tracer_provider=provider)))
+            instrument = InstrumentationSettings(
+                tracer_provider=_provider(path, OpenInferenceSpanProcessor())
+            )
+        else:
+            raise SystemExit(f"no recording for {framework} under {instrumentation}")
+        if framework == "pydantic_ai_conversation":
+            return json.dumps(run_pydantic_ai_conversation(instrument))
+        return run_pydantic_ai(pydantic_ai_agent(instrument))
     if framework == "openai_agents":
         _quiet_agents_sdk()
         if instrumentation == "openinference":
@@ -388,6 +518,18 @@ def record(framework: str, instrumentation: str, path: str) -> str:
 
             Contrib().instrument(tracer_provider=_provider(path))
             return run_openai_agents()
+    if framework == "langchain_conversation":
+        if instrumentation == "openinference":
+            from openinference.instrumentation.langchain import LangChainInstrumentor
+
+            LangChainInstrumentor().instrument(tracer_provider=_provider(path))
+        elif instrumentation == "openllmetry":
+            from opentelemetry.instrumentation.langchain import LangchainInstrumentor
+
+            LangchainInstrumentor().instrument(tracer_provider=_provider(path))
+        else:
+            raise SystemExit(f"no recording for {framework} under {instrumentation}")
+        return json.dumps(run_langchain_conversation())
     if framework == "langchain":
         if instrumentation == "openinference":
             from openinference.instrumentation.langchain import LangChainInstrumentor

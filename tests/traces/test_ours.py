@@ -20,7 +20,6 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from tests.conftest import Telemetry
 
 import context_integrity as ci
-from context_integrity.demo_family import run_family
 from context_integrity.findings import Finding
 from context_integrity.judge import Dials
 from context_integrity.limits import MAX_RECORDED_ANSWERS
@@ -53,6 +52,10 @@ def recorded(tmp_path: Path, telemetry: Telemetry) -> Iterator[tuple[Path, list[
     path = tmp_path / "family.otlp.jsonl"
     telemetry.provider.add_span_processor(SimpleSpanProcessor(OtlpJsonLinesSpanExporter(path)))
     telemetry.configure(capture_content=True, instrument=(), **DIALS)
+    # Imported here: the demo family declares its tools when imported, and a test module imported at
+    # collection would leave them in the book every other test starts from.
+    from context_integrity.demo_family import run_family
+
     outcome = run_family()
     telemetry.provider.force_flush()
     yield path, outcome.run.findings

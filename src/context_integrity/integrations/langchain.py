@@ -174,9 +174,12 @@ class ContextIntegrityMiddleware(AgentMiddleware[Any, Any, Any]):
             if record is None or record.closed:
                 return None
             record.open(request.tools or ())
-            # The messages are translated only when a check at compose or choice will read them.
+            # The messages are translated only when a check will read them: at compose, at choice,
+            # or at claim (prior-turn evidence reads the run's last request).
             judge = record.run.judge
-            reads = judge is None or bool(judge.armed["compose"] or judge.armed["choice"])
+            reads = judge is None or bool(
+                judge.armed["compose"] or judge.armed["choice"] or judge.armed["claim"]
+            )
             frame = frames.frame(request, record.messages if reads else None)
             offered = frozenset(t.name for t in frame.tools)
             # Beside OpenInference: its span of this model node (its LLM span opens and ends

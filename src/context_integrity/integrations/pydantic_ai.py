@@ -297,8 +297,11 @@ class ContextIntegrity(AbstractCapability[Any]):
             return None
         try:
             judge = run.judge
-            # The messages are read only when a check at compose or choice will look at them.
-            reads = judge is not None and bool(judge.armed["compose"] or judge.armed["choice"])
+            # The messages are read only when a check will look at them: at compose, at choice, or
+            # at claim (prior-turn evidence reads the run's last request).
+            reads = judge is not None and bool(
+                judge.armed["compose"] or judge.armed["choice"] or judge.armed["claim"]
+            )
             frame = frame_of(messages if reads else (), parameters, model_name, self._messages)
             self._requested = True
             if frame.tools is not self._tools_seen:

@@ -72,7 +72,7 @@ def _after_a_torn_record(text: str) -> tuple[object | None, int]:
     return None, 0
 
 
-def _parsed(text: str) -> object:
+def parse_json(text: str) -> object:
     """``json.loads`` with the cyclic collector paused (when it ran): a parsed document holds no
     cycles, yet while a line of megabytes is being built every object it allocates counts toward the
     collector's thresholds, so collection after collection walks the half-built document for
@@ -223,7 +223,7 @@ class LineDocuments:
         else:
             text = raw
         try:
-            document = _parsed(text)
+            document = parse_json(text)
         except json.JSONDecodeError as error:
             document, torn = _after_a_torn_record(text)
             if document is not None:

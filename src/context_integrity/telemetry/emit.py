@@ -24,7 +24,7 @@ from opentelemetry.util.types import AttributeValue
 from ..findings import ExternalGrounding, Finding, kinds_of
 from ..ledger import CheckId
 from ..limits import MAX_ATTRIBUTE_CHARS, MAX_CONTENT_CHARS, MAX_STACKTRACE_CHARS, MAX_STACKTRACE_FRAMES
-from ..text import bounded_json, clip, render_value
+from ..text import bounded_json, clip, exception_message, render_value
 from .instrumentation import instrumentation_version
 from .schema import names
 from .schema.common import clipped as _clipped
@@ -81,14 +81,6 @@ def _hook() -> Redactor | None:
 
     inst = current()
     return inst.redact if inst is not None else None
-
-
-def exception_message(error: BaseException) -> str:
-    """``str(error)``, or its type's name when the exception cannot even be printed. Never raises."""
-    try:
-        return str(error) or type(error).__name__
-    except Exception:
-        return f"<unprintable {type(error).__name__}>"
 
 
 def _stacktrace(error: BaseException) -> str:

@@ -14,6 +14,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
+from ..recording.reader import parse_json
 from ..text import clip
 from .readings import Missing
 from .spans import Attributes
@@ -41,8 +42,26 @@ def hidden(what: str, key: str) -> Missing:
 
 
 def parsed_json(text: str) -> object:
-    """``text`` parsed as JSON; raises ``ValueError`` (``json.JSONDecodeError``) or ``RecursionError``."""
-    return json.loads(text)
+    """``text`` parsed as JSON (the cyclic collector paused, as for a recording's lines); raises
+    ``ValueError`` (``json.JSONDecodeError``) or ``RecursionError``.
+
+    The same attribute text asked again (a dialect that looks at a span's messages before reading
+    them) is parsed once: the last few are remembered by identity, the text held beside its value so
+    its id cannot be reused while remembered. Callers never change what they are handed.
+    """
+    recent = _RECENT.get(id(text))
+    if recent is not None and recent[0] is text:
+        return recent[1]
+    value = parse_json(text)
+    if len(_RECENT) >= _RECENT_TEXTS:
+        _RECENT.clear()
+    _RECENT[id(text)] = (text, value)
+    return value
+
+
+# The input and output messages of the span being read, and its tool calls' arguments and result.
+_RECENT_TEXTS: Final = 8
+_RECENT: dict[int, tuple[str, object]] = {}
 
 
 def structured(value: object, *, key: str, what: str, text_is_value: bool = False) -> object:

@@ -5,7 +5,11 @@ The laws under test, for the pydantic-ai, OpenInference, OpenLLMetry and Agents 
 - a span written in the dialect's documented shape, with one attribute (chosen by hypothesis among the
   ones the dialect reads) replaced by a hostile value a source can decode (garbage text, JSON of the
   wrong shape, JSON and Python literals nested past the parser, huge numbers, NaN, the hidden marker,
-  200,000 characters), is read without raising, into a reading or ``None``;
+  200,000 characters), is read by the dialect itself without raising, into a reading or ``None``;
+- the same span holding a value no source decodes, only a caller handing spans in (a mapping whose
+  every read raises, a value that cannot be printed, an error that cannot be printed), is read
+  through the detector, the boundary the Dialect contract names: it never raises, and a read that
+  failed is said in one line naming the dialect and the span, the span read as no agent work;
 - a content attribute holding ``__REDACTED__`` never reads as evidence: what it held is ``Missing``,
   and the reason says it was hidden.
 """
@@ -18,7 +22,11 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.hostile import HostileRow, Unprintable
+from tests.traces.recorded_agents import DIALS, contract_book
 
+from context_integrity.traces import judge_runs, read_runs
+from context_integrity.traces.detect import detect
 from context_integrity.traces.dialects import openai_agents, openinference, openllmetry, pydantic_ai
 from context_integrity.traces.readings import Missing, ModelCallReading, ToolReading
 from context_integrity.traces.spans import Span
@@ -164,6 +172,38 @@ HOSTILE: list[object] = [
 ]
 
 
+class UnprintableError(Exception):
+    """An error that cannot be printed either: its ``str`` raises."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("no str")
+
+
+class ExplodingWithUnprintableError(Mapping[str, Any]):
+    """A mapping whose every read raises an error that cannot be printed."""
+
+    def __getitem__(self, key: str) -> Any:
+        raise UnprintableError
+
+    def __iter__(self) -> Any:
+        raise UnprintableError
+
+    def __len__(self) -> int:
+        raise UnprintableError
+
+
+# Values only a caller handing spans in can put in an attribute: no source decodes them.
+HANDED_IN: list[object] = [
+    HostileRow(),
+    Unprintable(),
+    ExplodingWithUnprintableError(),
+    [HostileRow()],
+    [{"role": "user", "parts": [HostileRow()]}],
+    {"output": HostileRow()},
+    {"a": Unprintable()},
+]
+
+
 def span(name: str, scope: str | None, attributes: Mapping[str, object]) -> Span:
     return Span("0" * 32, "1" * 16, None, name, 1, 2, attributes=attributes, scope=scope)
 
@@ -180,6 +220,33 @@ def test_read_never_raises_whatever_an_attribute_holds(data: st.DataObject) -> N
     assert dialect.claims(span(name, scope, attributes))
     dialect.claims(the_span)
     dialect.read(the_span)  # never raises
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_the_detector_reads_any_value_handed_in_without_raising(data: st.DataObject) -> None:
+    shape = data.draw(st.sampled_from(sorted(SHAPES)))
+    dialect, name, scope, attributes = SHAPES[shape]
+    key = data.draw(st.sampled_from(sorted(attributes)))
+    value = data.draw(st.sampled_from(HOSTILE + HANDED_IN))
+    said: list[str] = []
+    claimed, reading = detect(span(name, scope, {**attributes, key: value}), said.append, (dialect,))
+    assert claimed is dialect or said  # a claim that failed is said
+    for line in said:
+        assert "\n" not in line and dialect.key in line and "1" * 16 in line, line
+    if said and claimed is dialect:
+        assert reading is None and "read as no agent work" in said[0]
+
+
+def test_the_detector_says_a_read_that_failed() -> None:
+    dialect, name, scope, attributes = SHAPES["openai_agents-logfire-function"]
+    said: list[str] = []
+    for value in (HostileRow(), ExplodingWithUnprintableError()):
+        said.clear()
+        claimed, reading = detect(span(name, scope, {**attributes, "input": value}), said.append, (dialect,))
+        assert claimed is dialect and reading is None
+        (line,) = said
+        assert line.startswith("the openai_agents dialect failed reading span 'Function: x'"), line
 
 
 CONTENT_KEYS = {
@@ -203,3 +270,37 @@ def test_a_hidden_value_is_never_read_as_evidence() -> None:
             assert isinstance(reading, ModelCallReading), shape
             assert reading.response is None, shape
             assert any("hidden" in m.why for m in reading.missing), (shape, reading.missing)
+
+
+def test_a_run_holding_values_handed_in_is_judged_without_raising() -> None:
+    """Past the detector, what a read let through (an unprintable result, a row whose reads raise)
+    is judged as a tool's hostile return is in process: the judge never raises."""
+    root = Span(
+        "0" * 32,
+        "2" * 16,
+        None,
+        "invoke_agent storage",
+        0,
+        3,
+        scope=pydantic_ai.SCOPE,
+        attributes={"gen_ai.operation.name": "invoke_agent", "final_result": "done"},
+    )
+    judged = 0
+    for _dialect, name, scope, attributes in SHAPES.values():
+        for key in attributes:
+            for value in HANDED_IN:
+                child = Span(
+                    "0" * 32,
+                    "1" * 16,
+                    "2" * 16,
+                    name,
+                    1,
+                    2,
+                    attributes={**attributes, key: value},
+                    scope=scope,
+                )
+                runs = read_runs([root, child])
+                for run in judge_runs(runs, contract_book(), DIALS):
+                    assert run.internal_errors == ()
+                    judged += 1
+    assert judged == sum(len(shape[3]) for shape in SHAPES.values()) * len(HANDED_IN)

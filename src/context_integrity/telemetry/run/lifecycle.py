@@ -36,7 +36,6 @@ from ...findings import Finding
 from ...judge import SetupError
 from ...ledger import CheckerDeadError, LedgerRow
 from ...limits import MAX_PENDING_CALL_IDS, MAX_QUOTED_CHARS, MAX_RECORDED_ANSWERS, MAX_WARNED_GROUNDS
-from ...loop import Message
 from ..emit import (
     SpanEmitter,
     clipped,
@@ -166,6 +165,8 @@ class Run:
             if self.conversation_id:
                 attributes[names.GEN_AI_CONVERSATION_ID] = self.conversation_id
             if inst is not None and inst.capture_content and self.question is not None:
+                from ...loop import Message  # loaded with the judge, at the first run
+
                 attributes[names.GEN_AI_INPUT_MESSAGES] = content(
                     [message_parts(Message("user", self.question))]
                 )

@@ -14,10 +14,12 @@ writing these conventions; a round-trip test holds the two to each other.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from ...loop import Message, ModelResponse, RequestFrame, ToolCall, content_text
 from . import names
+
+if TYPE_CHECKING:  # the loop's model loads with the first run, not with the telemetry
+    from ...loop import Message, ModelResponse, RequestFrame, ToolCall
 
 # When a final answer was given (Unix nanoseconds), on each answer the run span lists: a run of several
 # turns answers once per turn, and each answer is judged where it was given.
@@ -46,6 +48,8 @@ def message_parts(message: Message) -> dict[str, Any]:
         return {"role": "tool", "parts": [part]}
     parts: list[dict[str, Any]] = []
     # Content of another shape (a host's list of parts, a model) as the text the checks read of it.
+    from ...loop import content_text  # loaded with the run that hands the message
+
     text = message.content if isinstance(message.content, str) else content_text(message.content)
     if text:
         parts.append({names.PART_TYPE: names.PART_TEXT, "content": text})

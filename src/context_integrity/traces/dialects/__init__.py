@@ -1,8 +1,12 @@
 """The trace dialects: each one module that knows one instrumentation's spans.
 
 A dialect says whether a span is written in it (:meth:`Dialect.claims`), and reads the span into
-one :mod:`~context_integrity.traces.readings` reading (:meth:`Dialect.read`), never raising: a value
-it cannot read becomes a :class:`~context_integrity.traces.readings.Missing` with its reason.
+one :mod:`~context_integrity.traces.readings` reading (:meth:`Dialect.read`): a value it cannot read
+becomes a :class:`~context_integrity.traces.readings.Missing` with its reason. ``read`` never raises
+on a value a source decodes (JSON's values: text, numbers, booleans, lists, mappings, ``None``).
+Dialects are called only through the detector (:func:`~context_integrity.traces.detect.detect`),
+which is the contract's boundary for everything else: a span handed in by a caller may hold any
+Python object, and whatever a dialect raises on it is said there, once for every dialect.
 
 :data:`DIALECTS` is THE order in which the detector asks them; the first that claims a span reads
 it. Adding a dialect is one module here, exporting ``DIALECT``, and one entry in :data:`DIALECTS`.
@@ -41,7 +45,9 @@ class Dialect(Protocol):
         ...
 
     def read(self, span: Span) -> Reading | None:
-        """What the span says of the agent's work, or ``None`` if it is no agent work at all."""
+        """What the span says of the agent's work, or ``None`` if it is no agent work at all. Never
+        raises on values a source decodes; called only through the detector, which says whatever
+        else it raises."""
         ...
 
 

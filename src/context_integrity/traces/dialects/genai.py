@@ -13,7 +13,9 @@
 Every content attribute may be the structure itself or its JSON text. Parts are read by their
 type, never by the role of the message holding them: a ``tool_call_response`` part in a ``user``
 message (as some instrumentations send tool results) is a tool result all the same. Content capture
-is off by default in these conventions: a span without it reads as :class:`~..readings.Missing`.
+is off by default in these conventions: a span without it reads as :class:`~..readings.Missing`, and
+so do messages recorded as structure only (a ``text`` part with no ``content``, as pydantic-ai
+writes with ``include_content=False``): a part with no content is no empty text.
 
 Listed last in :data:`~.DIALECTS`: every other dialect writes ``gen_ai.*`` too, and knows its own
 spans better. The readers here are shared with them (``messages_of``, ``response_of``, ...).
@@ -202,14 +204,56 @@ def _message(entry: Mapping[str, Any]) -> list[Message]:
     return out
 
 
+WITHHELD: Final = "the instrumentation recorded their structure only (content capture is off)"
+# Which keys of each part type hold its content: a part without any of them was stripped of it.
+_CONTENT_KEYS: Final[Mapping[str, tuple[str, ...]]] = {
+    names.PART_TEXT: ("content", "text"),
+    names.PART_TOOL_CALL_RESPONSE: ("response", "result"),
+}
+_CALL_CONTENT_KEYS: Final[Mapping[str, tuple[str, ...]]] = {
+    **_CONTENT_KEYS,
+    names.PART_TOOL_CALL: ("arguments",),
+}
+
+
+def stripped(value: object, *, calls: bool = False) -> bool:
+    """Whether messages (as read, not as text) hold a part stripped of its content. A ``tool_call``
+    without ``arguments`` counts only with ``calls`` (the conventions make a call's arguments
+    optional: it is stripped only where the span's other content is)."""
+    if not isinstance(value, (list, tuple)):
+        return False
+    content_keys = _CALL_CONTENT_KEYS if calls else _CONTENT_KEYS
+    for message in value:
+        parts = message.get("parts") if isinstance(message, Mapping) else None
+        if not isinstance(parts, (list, tuple)):
+            continue
+        for part in parts:
+            if not isinstance(part, Mapping):
+                continue
+            kind = part.get(names.PART_TYPE)
+            keys = content_keys.get(kind) if isinstance(kind, str) else None
+            if keys is not None and not any(key in part for key in keys):
+                return True
+    return False
+
+
 def messages_of(
-    value: object, *, key: str, what: str = _WHAT_REQUEST, conversation: str | None = None
+    value: object,
+    *,
+    key: str,
+    what: str = _WHAT_REQUEST,
+    conversation: str | None = None,
+    withheld: str = WITHHELD,
+    stripped_calls: bool = False,
 ) -> tuple[Message, ...] | Missing:
     """The messages of attribute ``key``, or why they cannot be read (``conversation``: see
-    :func:`messages_from`)."""
+    :func:`messages_from`). Messages stripped of their content (see :func:`stripped`) are
+    ``Missing``, ``withheld`` saying why."""
     read = structured(value, key=key, what=what)
     if isinstance(read, Missing):
         return read
+    if stripped(read, calls=stripped_calls):
+        return Missing(what, f"{key} holds its messages without their content: {withheld}")
     messages = messages_from(read, conversation)
     if messages is None:
         return Missing(what, f"{key} is not a list of messages")
@@ -278,8 +322,15 @@ def response_from(messages: Sequence[Message], response_id: str | None = None) -
     return ModelResponse(calls=first.tool_calls, text=text, response_id=response_id)
 
 
-def response_of(value: object, *, key: str, response_id: str | None = None) -> ModelResponse | Missing:
-    read = messages_of(value, key=key, what=_WHAT_RESPONSE)
+def response_of(
+    value: object,
+    *,
+    key: str,
+    response_id: str | None = None,
+    withheld: str = WITHHELD,
+    stripped_calls: bool = False,
+) -> ModelResponse | Missing:
+    read = messages_of(value, key=key, what=_WHAT_RESPONSE, withheld=withheld, stripped_calls=stripped_calls)
     if isinstance(read, Missing):
         return read
     return response_from(read, response_id)
@@ -310,15 +361,19 @@ def content_attributes(span: Span) -> Attributes:
     return attributes
 
 
-def model_call_of(attributes: Attributes, conversation: str | None = None) -> ModelCallReading:
+def model_call_of(
+    attributes: Attributes, conversation: str | None = None, *, withheld: str = WITHHELD
+) -> ModelCallReading:
     """A model call from the conventions' attributes; ``conversation`` (its trace id) lets the
-    history its requests repeat be decoded once."""
+    history its requests repeat be decoded once; ``withheld`` says why messages recorded without
+    their content are missing."""
     missing: list[Missing] = []
     request: RequestFrame | None = None
     messages = messages_of(
         attributes.get(names.GEN_AI_INPUT_MESSAGES),
         key=names.GEN_AI_INPUT_MESSAGES,
         conversation=conversation,
+        withheld=withheld,
     )
     if isinstance(messages, Missing):
         missing.append(messages)
@@ -342,6 +397,9 @@ def model_call_of(attributes: Attributes, conversation: str | None = None) -> Mo
         attributes.get(names.GEN_AI_OUTPUT_MESSAGES),
         key=names.GEN_AI_OUTPUT_MESSAGES,
         response_id=response_id,
+        withheld=withheld,
+        # A request stripped of its content strips the calls' arguments too.
+        stripped_calls=isinstance(messages, Missing) and withheld in messages.why,
     )
     response: ModelResponse | None = None
     if isinstance(read, Missing):

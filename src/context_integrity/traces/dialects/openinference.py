@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from ...loop import Message, ModelResponse, RequestFrame, ToolCall, ToolDefinition
+from ...telemetry.schema import names
 from ..readings import AgentReading, AnswerReading, Missing, ModelCallReading, Reading, ToolReading
 from ..spans import Attributes, Span
 from ..values import arguments_of, hidden, is_redacted, not_recorded, parsed_json, structured, text_of
@@ -75,6 +76,26 @@ _AGENT_ROLES: Final[Mapping[str, str]] = {"tool-call": "assistant", "tool-respon
 _UNNAMED_RESULTS: Final = (
     "the request holds tool results that name neither their tool nor their call id "
     "(smolagents' 'tool-response' messages), so which results it still holds cannot be told"
+)
+# What only OpenInference writes: a span of its kind holding none of these is another convention's.
+_OWN_MARKS: Final = (
+    INPUT_VALUE,
+    OUTPUT_VALUE,
+    TOOL_NAME,
+    LLM_MODEL_NAME,
+    INPUT_MESSAGES,
+    OUTPUT_MESSAGES,
+    f"{INPUT_MESSAGES}.0.{MESSAGE_ROLE}",
+    f"{OUTPUT_MESSAGES}.0.{MESSAGE_ROLE}",
+    f"{LLM_TOOLS}.0.{TOOL_JSON_SCHEMA}",
+    AGENT_NAME,
+)
+# The GenAI conventions' own content: a span holding it was written in them.
+_GENAI_CONTENT: Final = (
+    names.GEN_AI_INPUT_MESSAGES,
+    names.GEN_AI_OUTPUT_MESSAGES,
+    names.GEN_AI_TOOL_CALL_ARGUMENTS,
+    names.GEN_AI_TOOL_CALL_RESULT,
 )
 # A flattened list index is a small decimal; a longer run of digits is no index anyone wrote.
 _MAX_INDEX_DIGITS: Final = 6
@@ -306,8 +327,11 @@ def _agent_name(span: Span) -> str | None:
 
 
 def _agent(span: Span) -> AgentReading:
-    """An agent run; its answer where its output is a LangGraph state (the last assistant message)."""
-    raw = span.attributes.get(OUTPUT_VALUE)
+    """An agent run; its answer: the last assistant message where its output is a LangGraph state,
+    else, on an ``AGENT`` span, the output itself (smolagents' final answer: text, or a JSON object
+    for a typed answer). A root ``CHAIN`` span's other outputs are a chain's, not an answer."""
+    attributes = span.attributes
+    raw = attributes.get(OUTPUT_VALUE)
     answer: AnswerReading | None = None
     missing: tuple[Missing, ...] = ()
     if is_redacted(raw):
@@ -320,6 +344,10 @@ def _agent(span: Span) -> AgentReading:
             content = last[-1].get("content") if last else None
             if isinstance(content, str):
                 answer = AnswerReading(content, None, span.end_time_unix_nano)
+        elif attributes.get(SPAN_KIND) == KIND_AGENT and not isinstance(read, Missing):
+            text = raw if isinstance(raw, str) else None
+            output = dict(read) if isinstance(read, Mapping) else None
+            answer = AnswerReading(text, output, span.end_time_unix_nano)
     return AgentReading(_agent_name(span), answer, None, missing)
 
 
@@ -341,7 +369,18 @@ class OpenInferenceDialect:
     key = KEY
 
     def claims(self, span: Span) -> bool:
-        return SPAN_KIND in span.attributes
+        attributes = span.attributes
+        if SPAN_KIND not in attributes:
+            return False
+        if names.GEN_AI_OPERATION_NAME not in attributes:
+            return True
+        # A span in the GenAI conventions as Phoenix stores it: Phoenix infers a span kind and adds
+        # a partial translation into OpenInference's attributes (no output messages, the arguments
+        # as tool.parameters). The conventions' own content is the original: the GenAI dialect reads
+        # it. So does it a span with none of OpenInference's own attributes.
+        return not any(key in attributes for key in _GENAI_CONTENT) and any(
+            mark in attributes for mark in _OWN_MARKS
+        )
 
     def read(self, span: Span) -> Reading | None:
         return read_openinference(span)

@@ -190,7 +190,7 @@ def _legacy_tools(attributes: Attributes) -> tuple[ToolDefinition, ...] | None:
 def _model_call(span: Span) -> ModelCallReading:
     attributes = span.attributes
     if names.GEN_AI_INPUT_MESSAGES in attributes or names.GEN_AI_OUTPUT_MESSAGES in attributes:
-        read = genai.model_call_of(attributes)
+        read = genai.model_call_of(attributes, span.trace_id)
         said = tuple(
             Missing(
                 m.what,

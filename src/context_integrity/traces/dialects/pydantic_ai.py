@@ -30,7 +30,7 @@ from ...loop import content_text
 from ...telemetry.schema import names
 from ..readings import AgentReading, AnswerReading, Missing, ModelCallReading, Reading, ToolReading
 from ..spans import Attributes, Span
-from ..values import arguments_of, first_of, parsed_json, structured, text_of
+from ..values import arguments_of, first_of, structured, text_of
 from . import genai
 
 KEY: Final = "pydantic_ai"
@@ -48,42 +48,12 @@ LEGACY_TOOL_RESPONSE: Final = "tool_response"
 # Format 1 wrote the messages as events, into this attribute (``event_mode='attributes'``).
 LEGACY_EVENTS: Final = "events"
 
-_WITHHELD: Final = (
-    "pydantic-ai recorded the messages without their content (InstrumentationSettings(include_content=False))"
-)
+# Why messages are recorded without their content, said after "... holds its messages without their content: ".
+WITHHELD: Final = "pydantic-ai was told not to record it (InstrumentationSettings(include_content=False))"
 _FORMAT_1: Final = (
     "the span is in pydantic-ai's data format 1 (messages as events), which is not read: "
     "instrument with version=2 or later (the default, 5, is read)"
 )
-# Which key of each part type holds its content; a part of these types without it was withheld.
-_CONTENT_KEYS: Final[Mapping[str, tuple[str, ...]]] = {
-    names.PART_TEXT: ("content", "text"),
-    names.PART_TOOL_CALL: ("arguments",),
-    names.PART_TOOL_CALL_RESPONSE: ("result", "response"),
-}
-
-
-def content_withheld(value: object) -> bool:
-    """Whether messages (as written, JSON text or structure) have parts stripped of their content."""
-    if isinstance(value, str):
-        try:
-            value = parsed_json(value)
-        except (ValueError, RecursionError):
-            return False
-    if not isinstance(value, (list, tuple)):
-        return False
-    for message in value:
-        parts = message.get("parts") if isinstance(message, Mapping) else None
-        if not isinstance(parts, (list, tuple)):
-            continue
-        for part in parts:
-            if not isinstance(part, Mapping):
-                continue
-            kind = part.get(names.PART_TYPE)
-            keys = _CONTENT_KEYS.get(kind) if isinstance(kind, str) else None
-            if keys is not None and not any(key in part for key in keys):
-                return True
-    return False
 
 
 def _model_call(span: Span) -> ModelCallReading:
@@ -97,19 +67,7 @@ def _model_call(span: Span) -> ModelCallReading:
                 Missing("the model's response", _FORMAT_1),
             ),
         )
-    withheld_in = content_withheld(attributes.get(names.GEN_AI_INPUT_MESSAGES))
-    withheld_out = content_withheld(attributes.get(names.GEN_AI_OUTPUT_MESSAGES))
-    if not (withheld_in or withheld_out):
-        return genai.model_call_of(attributes)
-    read = genai.model_call_of(attributes)
-    missing = list(read.missing)
-    if withheld_in:
-        missing.append(Missing("the request the model received", _WITHHELD))
-    if withheld_out:
-        missing.append(Missing("the model's response", _WITHHELD))
-    return ModelCallReading(
-        None if withheld_in else read.request, None if withheld_out else read.response, tuple(missing)
-    )
+    return genai.model_call_of(attributes, span.trace_id, withheld=WITHHELD)
 
 
 def _tool(span: Span) -> ToolReading:
@@ -163,8 +121,10 @@ def _agent(span: Span) -> AgentReading:
         missing.append(Missing("the run's final answer", _absent(FINAL_RESULT)))
     messages = None
     history = attributes.get(ALL_MESSAGES)
-    if history is not None and not content_withheld(history):
-        read = genai.messages_of(history, key=ALL_MESSAGES, what="the run's messages")
+    if history is not None:
+        read = genai.messages_of(
+            history, key=ALL_MESSAGES, what="the run's messages", withheld=WITHHELD, stripped_calls=True
+        )
         messages = read if not isinstance(read, Missing) else None
     return AgentReading(name or None, answer, messages, tuple(missing))
 
