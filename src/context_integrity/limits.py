@@ -29,6 +29,9 @@ MAX_ATTRIBUTE_CHARS: Final = 2048
 # few messages would not survive at the size of a finding's attribute; past this it is cut, and a
 # later judge reads it as cut (its checks unreachable), never as whole.
 MAX_CONTENT_CHARS: Final = 65_536
+# Final answers a run span lists with content capture (one per conversation turn), the newest kept: a
+# run of endless turns must not grow its span's attribute, or our memory of it, without end.
+MAX_RECORDED_ANSWERS: Final = 16
 
 # Findings a run keeps in memory (``Run.findings``); past this they are still
 # emitted on their spans, counted and deduped, just not retained.

@@ -19,9 +19,11 @@ from hypothesis import strategies as st
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from tests.conftest import Telemetry
 
+import context_integrity as ci
 from context_integrity.demo_family import run_family
 from context_integrity.findings import Finding
 from context_integrity.judge import Dials
+from context_integrity.limits import MAX_RECORDED_ANSWERS
 from context_integrity.loop import Message, RequestFrame, Role, ToolCall, ToolDefinition, message_text
 from context_integrity.recording import read_recording
 from context_integrity.telemetry.export.file_export import OtlpJsonLinesSpanExporter
@@ -168,3 +170,16 @@ def test_what_content_capture_writes_of_a_request_reads_back_as_the_checks_saw_i
         ]
 
     assert seen(read.messages) == seen(frame.messages)
+
+
+def test_a_run_of_many_turns_records_its_newest_answers_only(telemetry: Telemetry) -> None:
+    telemetry.configure(capture_content=True, instrument=())
+    with ci.run("q", agent_name="chatty") as agent_run:
+        for turn in range(MAX_RECORDED_ANSWERS + 4):
+            agent_run.answer(f"answer {turn}")
+    (run_span,) = telemetry.named(names.run_span_name("chatty"))
+    answers = json.loads(str((run_span.attributes or {})[names.GEN_AI_OUTPUT_MESSAGES]))
+    assert [a["parts"][0]["content"] for a in answers] == [
+        f"answer {turn}" for turn in range(4, MAX_RECORDED_ANSWERS + 4)
+    ]
+    assert all(isinstance(a["time_unix_nano"], int) for a in answers)

@@ -35,7 +35,7 @@ from ...contracts.toolsets import assert_suspension
 from ...findings import Finding
 from ...judge import SetupError
 from ...ledger import CheckerDeadError, LedgerRow
-from ...limits import MAX_PENDING_CALL_IDS, MAX_QUOTED_CHARS, MAX_WARNED_GROUNDS
+from ...limits import MAX_PENDING_CALL_IDS, MAX_QUOTED_CHARS, MAX_RECORDED_ANSWERS, MAX_WARNED_GROUNDS
 from ...loop import Message
 from ..emit import (
     SpanEmitter,
@@ -386,6 +386,7 @@ class Run:
             held = self._held
             if self._inst is not None and self._inst.capture_content and held is not None:
                 self._answers.append({**answer_content(shown), ANSWER_TIME: time.time_ns()})
+                del self._answers[:-MAX_RECORDED_ANSWERS]
                 set_content(held.span, names.GEN_AI_OUTPUT_MESSAGES, self._answers, owned=held.owned)
             if self.judge is None:
                 return []
