@@ -21,8 +21,8 @@ from context_integrity.contracts import ColumnDeclaration, NormalizedColumn, nor
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
-# Imported lazily, where setup() builds metrics or logs, where a pydantic model is met, or where
-# the package version is first read.
+# Imported lazily, where setup() builds metrics or logs, where a pydantic model is met, where
+# the package version is first read, or where a contracts file is read.
 KEPT_OFF_THE_IMPORT_PATH = (
     "pydantic",
     "logfire",
@@ -31,6 +31,8 @@ KEPT_OFF_THE_IMPORT_PATH = (
     "opentelemetry.exporter",
     "importlib.metadata",
     "difflib",
+    "context_integrity.contracts.file",
+    "tomllib",
 )
 
 

@@ -183,3 +183,27 @@ def test_a_phoenix_that_refuses_is_counted_not_raised(
     )
     assert status == 0
     assert "posted 0 findings" in err and "2 could not be posted" in err
+
+
+def test_a_phoenix_that_is_down_is_not_asked_again_and_again(
+    workdir: Path,
+    refusing_phoenix: PhoenixApi,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from context_integrity.limits import MAX_FAILED_ANNOTATION_POSTS
+    from context_integrity.telemetry.export import posthoc
+
+    monkeypatch.setattr(posthoc, "MAX_ANNOTATIONS_PER_POST", 1)  # one request a finding
+    runs = 2 * MAX_FAILED_ANNOTATION_POSTS
+    write_lines(workdir / "many.jsonl", [document(triage_trace().spans) for _ in range(runs)])
+    (workdir / "contracts.toml").write_text(TRIAGE_CONTRACTS)
+    status, _, err = judge(
+        capsys, "many.jsonl", "--contracts", "contracts.toml", "--phoenix", refusing_phoenix.url
+    )
+    assert status == 0
+    assert len(refusing_phoenix.posts) == MAX_FAILED_ANNOTATION_POSTS
+    assert (
+        f"posted 0 findings to Phoenix at {refusing_phoenix.url} as span annotations; {runs} could not be posted"
+        in err
+    )

@@ -120,6 +120,10 @@ EXIT_FLUSH_MILLIS: Final = 3000
 # something this large names something else (a recording, a dump) that must not be read whole.
 MAX_CONTRACTS_FILE_BYTES: Final = 4 * 1024 * 1024
 
+# Annotation requests to Phoenix that may fail in a row before ``judge --phoenix`` stops sending
+# (and counts what it did not send): a Phoenix that is down must not cost a timeout per batch.
+MAX_FAILED_ANNOTATION_POSTS: Final = 3
+
 # Problems a recording read keeps word for word (a report lists them); past
 # this they are only counted, so a file of garbage cannot fill memory.
 MAX_LISTED_PROBLEMS: Final = 1000

@@ -462,6 +462,7 @@ def _sinks(args: argparse.Namespace) -> list[tuple[Any, Any]]:
         from ..telemetry.export.posthoc import PhoenixFindings
 
         def annotated(sink: PhoenixFindings) -> str:
+            sink.close()
             failed = f"; {sink.failed} could not be posted" if sink.failed else ""
             return f"posted {sink.posted} findings to Phoenix at {sink.base_url} as span annotations{failed}"
 

@@ -21,9 +21,8 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from ..contracts.file import Contracts, find_contracts, load_contracts
 from ..judge import Dials, SetupError
 from ..judge.dials import dial_parameters, dial_specs, dials_doc, unknown_option
 from ..limits import EXIT_FLUSH_MILLIS
@@ -32,6 +31,9 @@ from .export.options import refuse_changed, validated_options
 from .export.pipeline import build
 from .instrumentation import CONTRACTS as CONTRACTS  # its home; integrations and tests read it here
 from .instrumentation import Instrumentation, instrumentation_version
+
+if TYPE_CHECKING:
+    from ..contracts.file import Contracts
 
 logger = logging.getLogger("context_integrity")
 
@@ -176,7 +178,12 @@ def setup(
 
 
 def _contracts_file(explicit: str | os.PathLike[str] | None) -> Contracts | None:
-    """The contracts file ``setup()`` reads: the one named, else ``$CONTEXT_INTEGRITY_CONTRACTS``'s."""
+    """The contracts file ``setup()`` reads: the one named, else ``$CONTEXT_INTEGRITY_CONTRACTS``'s.
+    The reader (and TOML's) load only when there is a file to read."""
+    from ..contracts.file import CONTRACTS_ENV_VAR, find_contracts, load_contracts
+
+    if explicit is None and not os.environ.get(CONTRACTS_ENV_VAR, "").strip():
+        return None
     found = find_contracts(explicit)
     return None if found is None else load_contracts(found.path)
 

@@ -37,14 +37,14 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, SpanKind, TraceFlags
 from opentelemetry.util.types import AttributeValue
 
-from ...limits import EXIT_FLUSH_MILLIS, MAX_ATTRIBUTE_CHARS
+from ...limits import EXIT_FLUSH_MILLIS, MAX_ATTRIBUTE_CHARS, MAX_FAILED_ANNOTATION_POSTS
 from ...text import clip
 from ..emit import clipped, finding_records, provenance
 from ..instrumentation import instrumentation_version
 from ..schema import finding_attributes, names, summary_attributes
 from .bounded import Tally, TallyingSpanExporter, flush_all, within
 from .exporters import ExportPlan, otlp_log_exporter, otlp_span_exporter
-from .phoenix import METADATA_KEYS, PhoenixAnnotationExporter, finding_annotation
+from .phoenix import MAX_ANNOTATIONS_PER_POST, METADATA_KEYS, PhoenixAnnotationExporter, finding_annotation
 
 if TYPE_CHECKING:
     from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
@@ -251,11 +251,16 @@ class PosthocExport:
 class PhoenixFindings:
     """Posts each judged run's findings to the Phoenix at ``base_url``, each as a span annotation on
     the span it is about (``--phoenix``), through the exporter ``setup(phoenix_annotations=...)``
-    uses. Never raises: a Phoenix that is down costs a log line, and the count of what failed."""
+    uses, :data:`~.phoenix.MAX_ANNOTATIONS_PER_POST` to a request. After
+    :data:`~context_integrity.limits.MAX_FAILED_ANNOTATION_POSTS` requests in a row fail, the rest
+    are counted and not sent: a Phoenix that is down does not hold a large judgement for a timeout
+    per run. Never raises."""
 
     def __init__(self, base_url: str, *, headers: Mapping[str, str] | None = None) -> None:
         self.base_url = base_url
         self._exporter = PhoenixAnnotationExporter(base_url, headers=headers)
+        self._held: list[dict[str, Any]] = []
+        self._failed_in_a_row = 0
         self.failed = 0
 
     @property
@@ -263,7 +268,6 @@ class PhoenixFindings:
         return self._exporter.posted
 
     def judged(self, judged: JudgedRun) -> None:
-        annotations = []
         for index, found in enumerate(judged.findings):
             attributes = clipped(
                 {
@@ -271,7 +275,21 @@ class PhoenixFindings:
                     **provenance(found.finding),
                 }
             )
-            annotations.append(finding_annotation(found.span_id, attributes, index))
+            self._held.append(finding_annotation(found.span_id, attributes, index))
+        if len(self._held) >= MAX_ANNOTATIONS_PER_POST:
+            self._post()
+
+    def close(self) -> None:
+        """Post what is held."""
+        if self._held:
+            self._post()
+
+    def _post(self) -> None:
+        batch, self._held = self._held, []
+        if self._failed_in_a_row >= MAX_FAILED_ANNOTATION_POSTS:
+            self.failed += len(batch)
+            return
         before = self._exporter.posted
-        self._exporter.post(annotations)
-        self.failed += len(annotations) - (self._exporter.posted - before)
+        ok = self._exporter.post(batch)
+        self.failed += len(batch) - (self._exporter.posted - before)
+        self._failed_in_a_row = 0 if ok else self._failed_in_a_row + 1
