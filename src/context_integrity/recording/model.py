@@ -108,6 +108,8 @@ class RunRecord:
     posture: str | None = None
     work_existed: bool | None = None
     outcome: str | None = None
+    # The run's profile (names and counts, JSON text) when profiling was on: what ``suggest`` reads.
+    profile: str | None = None
 
     def never_ran(self) -> list[dict[str, object]]:
         """Ledger rows that read all-zero although the run says work existed."""
