@@ -105,6 +105,9 @@ class ToolTally:
     rows: int = 0
     # Column -> value kind -> values of that kind.
     columns: dict[str, dict[str, int]] = field(default_factory=dict)
+    # Column -> rowset calls in which some row had it (a column absent from every row of a call is
+    # what missing-column files, nullable or not).
+    column_calls: dict[str, int] = field(default_factory=dict)
     arguments: dict[str, ArgumentTally] = field(default_factory=dict)
     # Calls whose arguments repeated an earlier call of the same tool in the same run, and the runs
     # (within this tally: 1 for one run's profile) in which that happened.
@@ -128,6 +131,7 @@ class ToolTally:
                     continue
                 held = self.columns[column] = {}
             _add_counts(held, kinds, len(VALUE_KINDS))
+        _add_counts(self.column_calls, other.column_calls, MAX_PROFILED_COLUMNS)
         for name, tally in other.arguments.items():
             mine = self.arguments.get(name)
             if mine is None:
@@ -201,6 +205,7 @@ def _tally_json(tally: ToolTally) -> dict[str, object]:
         out["rows"] = tally.rows
     if tally.columns:
         out["columns"] = tally.columns
+        out["column_calls"] = tally.column_calls
     if tally.arguments:
         out["arguments"] = {
             name: {
@@ -260,6 +265,11 @@ def decode_profile(text: object) -> Profile:
         for column, kinds in _items(raw.get("columns"))[:MAX_PROFILED_COLUMNS]:
             if _named(column) is not None:
                 tally.columns[column] = {k: _count(v) for k, v in _items(kinds) if k in VALUE_KINDS}
+        tally.column_calls = {
+            column: _count(calls)
+            for column, calls in _items(raw.get("column_calls"))
+            if column in tally.columns
+        }
         for argument, counts in _items(raw.get("arguments"))[:MAX_PROFILED_ARGUMENTS]:
             if _named(argument) is None or not isinstance(counts, dict):
                 continue
@@ -418,6 +428,7 @@ def _tally_columns(tally: ToolTally, reading: ResultReading) -> None:
         for name, values in zip(reading.fields, reading.columns, strict=False):
             kinds = _column(tally, name)
             if kinds is not None:
+                tally.column_calls[name] = tally.column_calls.get(name, 0) + 1
                 for value in values:
                     kind = value_kind(value)
                     kinds[kind] = kinds.get(kind, 0) + 1
@@ -428,6 +439,9 @@ def _tally_columns(tally: ToolTally, reading: ResultReading) -> None:
         if len(seen_columns) >= MAX_PROFILED_COLUMNS:
             break
         seen_columns.update(dict.fromkeys(row))
+    for name in seen_columns:
+        if name in tally.columns or _column(tally, name) is not None:
+            tally.column_calls[name] = tally.column_calls.get(name, 0) + 1
     for row in reading.rows:
         for name in seen_columns:
             kinds = _column(tally, name)
