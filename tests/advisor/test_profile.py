@@ -66,7 +66,7 @@ def test_value_kinds_follow_the_column_check() -> None:
 def test_the_profile_counts_kinds_columns_producers_repeats_and_echoes() -> None:
     judge = _judge(profile=True)
     judge.write("list_hosts", "c1", HOSTS, arguments={"query": "servers"})
-    frame = RequestFrame(messages=[Message("user", "paths for the host named server-gamma")])
+    frame = RequestFrame.of([Message("user", "paths for the host named server-gamma")])
     response = ModelResponse(
         calls=(
             ToolCall("host_paths", "c2", {"host": "server-beta"}),
