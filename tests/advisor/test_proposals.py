@@ -120,14 +120,16 @@ def test_values_that_appear_only_in_user_messages_propose_no_producer() -> None:
 
 
 def test_a_column_none_in_every_row_is_not_guessed() -> None:
-    runs = [[("result", ("t", [{"x": None}, {"x": None}], {}))] for _ in range(5)]
+    runs: list[list[tuple[str, Any]]] = [
+        [("result", ("t", [{"x": None}, {"x": None}], {}))] for _ in range(5)
+    ]
     t = _tool(propose(_profile(runs)), "t")
     assert t.columns == ()
     assert any("None or missing in every row" in note for note in t.notes)
 
 
 def test_a_column_absent_from_a_whole_call_is_not_proposed() -> None:
-    runs = [[("result", ("t", [{"a": 1, "b": "x"}], {}))] for _ in range(4)]
+    runs: list[list[tuple[str, Any]]] = [[("result", ("t", [{"a": 1, "b": "x"}], {}))] for _ in range(4)]
     runs.append([("result", ("t", [{"a": 2}], {}))])
     t = _tool(propose(_profile(runs)), "t")
     assert [c.name for c in t.columns] == ["a"]
@@ -135,7 +137,9 @@ def test_a_column_absent_from_a_whole_call_is_not_proposed() -> None:
 
 
 def test_iso_date_strings_propose_a_date_column() -> None:
-    runs = [[("result", ("t", [{"when": f"2026-12-0{n + 1}"}], {}))] for n in range(4)]
+    runs: list[list[tuple[str, Any]]] = [
+        [("result", ("t", [{"when": f"2026-12-0{n + 1}"}], {}))] for n in range(4)
+    ]
     (when,) = _tool(propose(_profile(runs)), "t").columns
     assert when.type == "date" and not when.offending
 
