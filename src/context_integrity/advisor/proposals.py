@@ -126,11 +126,11 @@ class Proposals:
 
 def propose(profile: Profile) -> Proposals:
     """The proposals a merged profile supports. Never raises on odd counts: they are read as zero."""
-    tools = tuple(_tool(name, tally, profile.runs) for name, tally in sorted(profile.tools.items()))
+    tools = tuple(_tool(name, tally) for name, tally in sorted(profile.tools.items()))
     return Proposals(tools=tools, runs=profile.runs, unnamed_tools=profile.unnamed_tools)
 
 
-def _tool(name: str, tally: ToolTally, runs: int) -> ToolProposals:
+def _tool(name: str, tally: ToolTally) -> ToolProposals:
     notes: list[str] = []
     columns = _columns(tally, notes)
     producers = _producers(name, tally, notes)
@@ -144,7 +144,7 @@ def _tool(name: str, tally: ToolTally, runs: int) -> ToolProposals:
         calls=tally.calls,
         rowset_calls=tally.rowset_calls,
         rows=tally.rows,
-        runs=runs,
+        runs=tally.runs,
         columns=columns,
         producers=producers,
         repeats=tally.repeats,

@@ -101,6 +101,8 @@ class ToolTally:
     """One tool: its calls, its result columns' value kinds, its arguments' sources."""
 
     calls: int = 0
+    # Runs in which the tool returned at least once.
+    runs: int = 0
     rowset_calls: int = 0
     rows: int = 0
     # Column -> value kind -> values of that kind.
@@ -121,6 +123,7 @@ class ToolTally:
 
     def merge(self, other: ToolTally) -> None:
         self.calls += other.calls
+        self.runs += other.runs
         self.rowset_calls += other.rowset_calls
         self.rows += other.rows
         for column, kinds in other.columns.items():
@@ -199,7 +202,7 @@ class Profile:
 
 
 def _tally_json(tally: ToolTally) -> dict[str, object]:
-    out: dict[str, object] = {"calls": tally.calls}
+    out: dict[str, object] = {"calls": tally.calls, "runs": tally.runs}
     if tally.rowset_calls:
         out["rowset_calls"] = tally.rowset_calls
         out["rows"] = tally.rows
@@ -256,6 +259,7 @@ def decode_profile(text: object) -> Profile:
         if tally is None or not isinstance(raw, dict):
             continue
         tally.calls = _count(raw.get("calls"))
+        tally.runs = _count(raw.get("runs"))
         tally.rowset_calls = _count(raw.get("rowset_calls"))
         tally.rows = _count(raw.get("rows"))
         tally.repeats = _count(raw.get("repeats"))
@@ -348,6 +352,7 @@ class RunProfiler:
         text = _lowered_text(result)
         if tally is not None:
             tally.calls += 1
+            tally.runs = 1
             key = arguments_key(arguments)
             if key is not None:
                 if (tool_name, key) in self._seen_calls:
