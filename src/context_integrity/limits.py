@@ -33,6 +33,11 @@ MAX_SCHEMA_DEPTH: Final = 8
 
 # A witness value or message written to a telemetry attribute.
 MAX_ATTRIBUTE_CHARS: Final = 2048
+# Opt-in content (``setup(capture_content=True)``): a request's history, a tool's arguments or result,
+# as JSON. It is captured so a run can be read back and judged again, which a request of more than a
+# few messages would not survive at the size of a finding's attribute; past this it is cut, and a
+# later judge reads it as cut (its checks unreachable), never as whole.
+MAX_CONTENT_CHARS: Final = 65_536
 
 # Findings a run keeps in memory (``Run.findings``); past this they are still
 # emitted on their spans, counted and deduped, just not retained.
@@ -154,3 +159,26 @@ MAX_RECORDING_WAIT_MILLIS: Final = 250
 RECORDING_LOCK_WAIT_MILLIS: Final = 500
 # Traces a drop record names (the count is always whole).
 MAX_DROPPED_TRACES_NAMED: Final = 20
+
+# ── Judging the traces other instrumentations recorded (``traces/``) ──
+# Traces the trace reader holds while their spans arrive (a trace's runs are judged once its root span
+# has arrived, the source says it is whole, or the source ends). Past this the oldest is judged with
+# what it has, and said: memory follows the traces in flight, never the size of the source.
+MAX_OPEN_TRACES_JUDGED: Final = 1024
+# Characters of attribute text the held traces keep together (content capture makes a model call's
+# span carry its whole history). Past it the oldest other traces are judged early; a single trace past
+# it alone keeps what it has and its later spans are counted, not read (their checks unreachable).
+# Python objects of the decoded content take a few times their characters: this bounds the reader's
+# memory near 1 GiB however large the source or one of its traces.
+MAX_HELD_TRACE_CHARS: Final = 96 * 1024 * 1024
+# Spans one held trace keeps (their parent links and readings); past it, as above.
+MAX_SPANS_PER_TRACE: Final = 100_000
+# A trace source read as one JSON document rather than line by line (a Tempo or Jaeger trace file, a
+# backend's API response, one Phoenix page): larger is refused with a sentence, never half-parsed.
+MAX_TRACE_DOCUMENT_BYTES: Final = 256 * 1024 * 1024
+# Tempo and Jaeger searches: traces listed and fetched per search (the source says when it hit this).
+MAX_SEARCHED_TRACES: Final = 1000
+# Spans asked of Phoenix's span API per page (its own ceiling is 1000).
+PHOENIX_PAGE_SPANS: Final = 1000
+# How long one request to a trace backend (Tempo, Jaeger, Phoenix) may take before the source fails.
+TRACE_API_TIMEOUT_SECONDS: Final = 30.0

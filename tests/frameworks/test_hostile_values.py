@@ -38,7 +38,7 @@ from tests.hostile import HostileRow, Unprintable
 
 import context_integrity as ci
 from context_integrity.judge.registry import REGISTRY
-from context_integrity.limits import MAX_ATTRIBUTE_CHARS, MAX_STACKTRACE_CHARS
+from context_integrity.limits import MAX_ATTRIBUTE_CHARS, MAX_CONTENT_CHARS, MAX_STACKTRACE_CHARS
 from context_integrity.telemetry.schema import names
 
 every_framework()
@@ -197,7 +197,9 @@ def same_run(
         )
         for key, value in (span.attributes or {}).items():
             if isinstance(value, str) and (ours or key.startswith(names.INSTRUMENTATION_NAME)):
-                assert len(value) <= MAX_ATTRIBUTE_CHARS, (span.name, key, value[:80])
+                # Opt-in content is bounded apart: it is captured to be judged again.
+                bound = MAX_CONTENT_CHARS if key in names.CONTENT_ATTRIBUTES else MAX_ATTRIBUTE_CHARS
+                assert len(value) <= bound, (span.name, key, value[:80])
         for event in span.events:
             for key, value in (event.attributes or {}).items():
                 if isinstance(value, str) and (ours or event.name == names.FINDING_EVENT):

@@ -666,7 +666,8 @@ def test_structured_output_is_the_claim_not_a_tool_call(armed: Telemetry) -> Non
     assert not [s for s in armed.finished() if s.name.startswith(names.OPERATION_EXECUTE_TOOL)]
     run_span, _ = one_run(armed)
     output = json.loads(str(dict(run_span.attributes or {})[names.GEN_AI_OUTPUT_MESSAGES]))
-    assert json.loads(output[0]["content"]) == {"city": "Oslo", "celsius": -3.5}
+    # One answer, in the GenAI conventions' parts (telemetry.schema.content).
+    assert json.loads(output[0]["parts"][0]["content"]) == {"city": "Oslo", "celsius": -3.5}
 
 
 def _plain(messages: list[BaseMessage]) -> list[dict[str, Any]]:

@@ -331,7 +331,8 @@ async def test_structured_output_is_the_typed_answer_claimed(armed: Telemetry) -
     assert result.final_output == Verdict(answer="42", confidence=0.9)
     (run_span,) = _run_spans(armed)
     claimed = json.loads(_attrs(run_span)[names.GEN_AI_OUTPUT_MESSAGES])
-    assert json.loads(claimed[0]["content"]) == {"answer": "42", "confidence": 0.9}
+    # One answer, in the GenAI conventions' parts (telemetry.schema.content).
+    assert json.loads(claimed[0]["parts"][0]["content"]) == {"answer": "42", "confidence": 0.9}
     assert _attrs(_summary_under(armed, run_span))[names.RUN_OUTCOME] == "ok"
 
 

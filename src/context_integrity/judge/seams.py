@@ -318,6 +318,21 @@ class RunJudge:
             self._seam_failed("compose", "reading a request", error, noted)
             return []
 
+    def compose_unjudged(self, frame: RequestFrame, where: str, missing: BaseException) -> None:
+        """A request whose compose checks cannot judge it (a recorded trace lacks the tools offered
+        with it): the run's memory still takes it in, as :meth:`compose` would, so the seams after it
+        see the conversation as it was; each armed compose check is noted ``unreachable``. Never raises.
+        """
+        with self.lock:
+            self.state.worked.add("compose")
+            try:
+                seen = self.state.open_request(frame)
+                self._bookkeep("recording a request", self.state.close_request, seen)
+                self._bookkeep("recording a request", self.state.after_request, seen)
+            except Exception as error:
+                self.internal_errors.append(InternalError("reading a request", error))
+            self._seam_failed("compose", where, missing, set())
+
     def choice(self, frame: RequestFrame | None, response: ModelResponse) -> ChoiceVerdict:
         """Judge the calls one model response makes, against the request it answered. Never raises."""
         noted: set[int] = set()

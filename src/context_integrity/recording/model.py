@@ -110,6 +110,10 @@ class RunRecord:
     outcome: str | None = None
     # The run's profile (names and counts, JSON text) when profiling was on: what ``suggest`` reads.
     profile: str | None = None
+    # A run judged from a trace (``context_integrity.traces``): what reading it had to assume, and
+    # each encounter the trace could not feed, with its reason. Empty for a run read from a recording.
+    notes: list[str] = field(default_factory=list)
+    unreachable: list[str] = field(default_factory=list)
 
     def never_ran(self) -> list[dict[str, object]]:
         """Ledger rows that read all-zero although the run says work existed."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import gc
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Final
 
@@ -90,7 +90,9 @@ def _terminated(text: str | bytes) -> bool:
     return text.endswith("\n") if isinstance(text, str) else text.endswith(b"\n")
 
 
-def _open(path: str | os.PathLike[str]) -> tuple[Path, Iterable[bytes]]:
+def open_lines(path: str | os.PathLike[str]) -> tuple[Path, Iterable[bytes]]:
+    """A file opened to be read line by line, with its path. A missing file or a directory raises
+    :class:`FileNotFoundError` / :class:`IsADirectoryError` whose message says what to pass instead."""
     location = Path(path)
     try:
         return location, location.open("rb")
@@ -135,7 +137,7 @@ class RecordingStream:
         self._hold = hold
         self.rest = Recording()
         if isinstance(source, (str, os.PathLike)):
-            location, handle = _open(source)  # a missing file is said now, not part-way through a report
+            location, handle = open_lines(source)  # a missing file is said now, not part-way through a report
             handle.close()  # type: ignore[attr-defined]
             self.rest.source = str(location)
             older = rotated_path(location)
@@ -145,7 +147,7 @@ class RecordingStream:
     def __iter__(self) -> Iterator[RunRecord]:
         source = self._source
         if isinstance(source, (str, os.PathLike)):
-            _, handle = _open(source)
+            _, handle = open_lines(source)
             with handle:  # type: ignore[attr-defined]
                 yield from _Reader(self.rest, details=self._details, hold=self._hold).read(handle)
         else:
@@ -172,6 +174,81 @@ def read_recording_text(lines: Iterable[str]) -> Recording:
     return stream.rest
 
 
+Problem = Callable[[int | None, str], None]
+
+
+class LineDocuments:
+    """The JSON documents of OTLP/JSON lines, each with its line number, read one line at a time.
+
+    A line that cannot be read (not UTF-8, not JSON, cut short by an interrupted writer) is said
+    through ``problem`` naming its line, and skipped; a torn record followed by a whole one on the
+    same line yields the whole one. After the iteration, :attr:`lines` counts every line and
+    :attr:`data_lines` those that were not blank. Every reader of OTLP/JSON lines goes through here,
+    so each tolerance is written once.
+    """
+
+    def __init__(self, lines: Iterable[str | bytes], problem: Problem) -> None:
+        self._lines = lines
+        self._problem = problem
+        self.lines = 0
+        self.data_lines = 0
+
+    def __iter__(self) -> Iterator[tuple[int, object]]:
+        number = 0
+        text: str | bytes
+        pending: str | bytes | None = None
+        saw_terminated_line = False
+        # One line of look-ahead: only the last line can be "truncated".
+        for number, text in enumerate(self._lines, start=1):
+            if pending is not None:
+                yield from self._line(number - 1, pending, last=False, earlier=saw_terminated_line)
+                saw_terminated_line = saw_terminated_line or _terminated(pending)
+            pending = text
+        if pending is not None:
+            yield from self._line(number, pending, last=True, earlier=saw_terminated_line)
+        self.lines = number
+
+    def _line(
+        self, number: int, raw: str | bytes, *, last: bool, earlier: bool
+    ) -> Iterator[tuple[int, object]]:
+        if not raw or raw.isspace():  # never strip(): that copies a line of megabytes
+            return
+        self.data_lines += 1
+        if isinstance(raw, bytes):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                self._problem(number, f"not UTF-8 ({error.reason} at byte {error.start})")
+                return
+        else:
+            text = raw
+        try:
+            document = _parsed(text)
+        except json.JSONDecodeError as error:
+            document, torn = _after_a_torn_record(text)
+            if document is not None:
+                self._problem(
+                    number,
+                    f"a torn record ({torn} characters: a writer was cut off part-way through its line) "
+                    "was skipped; the record after it on the same line was read",
+                )
+                yield number, document
+                return
+            if last and not text.endswith("\n") and earlier:
+                self._problem(
+                    number,
+                    f"truncated: the file ends part-way through this line, so it was skipped "
+                    f"(a writer was interrupted or is still writing; {error.msg} at column {error.colno})",
+                )
+            else:
+                self._problem(number, f"not JSON ({error.msg} at column {error.colno})")
+            return
+        except RecursionError:
+            self._problem(number, "not readable JSON (nested too deeply)")
+            return
+        yield number, document
+
+
 class _Reader:
     """Feeds each line's spans to the assembler, and keeps the rest of what the lines say."""
 
@@ -180,7 +257,6 @@ class _Reader:
         self._details = details
         self._assembler = Assembler(self.problem, hold=hold, max_open_traces=MAX_OPEN_TRACES_READ)
         self._counter = FindingCounter()
-        self._data_lines = 0
 
     def problem(self, line: int | None, text: str) -> None:
         recording = self.recording
@@ -190,57 +266,10 @@ class _Reader:
             recording.unlisted_problems += 1
 
     def read(self, lines: Iterable[str | bytes]) -> Iterator[RunRecord]:
-        number = 0
-        text: str | bytes
-        pending: str | bytes | None = None
-        saw_terminated_line = False
-        # One line of look-ahead: only the last line can be "truncated".
-        for number, text in enumerate(lines, start=1):
-            if pending is not None:
-                yield from self._line(number - 1, pending, last=False, earlier=saw_terminated_line)
-                saw_terminated_line = saw_terminated_line or _terminated(pending)
-            pending = text
-        if pending is not None:
-            yield from self._line(number, pending, last=True, earlier=saw_terminated_line)
-        yield from self._finish(number)
-
-    def _line(self, number: int, raw: str | bytes, *, last: bool, earlier: bool) -> Iterator[RunRecord]:
-        if not raw or raw.isspace():  # never strip(): that copies a line of megabytes
-            return
-        self._data_lines += 1
-        if isinstance(raw, bytes):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as error:
-                self.problem(number, f"not UTF-8 ({error.reason} at byte {error.start})")
-                return
-        else:
-            text = raw
-        try:
-            document = _parsed(text)
-        except json.JSONDecodeError as error:
-            document, torn = _after_a_torn_record(text)
-            if document is not None:
-                self.problem(
-                    number,
-                    f"a torn record ({torn} characters: a writer was cut off part-way through its line) "
-                    "was skipped; the record after it on the same line was read",
-                )
-                yield from self._document(number, document)
-                return
-            if last and not text.endswith("\n") and earlier:
-                self.problem(
-                    number,
-                    f"truncated: the file ends part-way through this line, so it was skipped "
-                    f"(a writer was interrupted or is still writing; {error.msg} at column {error.colno})",
-                )
-            else:
-                self.problem(number, f"not JSON ({error.msg} at column {error.colno})")
-            return
-        except RecursionError:
-            self.problem(number, "not readable JSON (nested too deeply)")
-            return
-        yield from self._document(number, document)
+        documents = LineDocuments(lines, self.problem)
+        for number, document in documents:
+            yield from self._document(number, document)
+        yield from self._finish(documents.lines, documents.data_lines)
 
     def _document(self, number: int, document: object) -> Iterator[RunRecord]:
         if type(document) is not dict:
@@ -336,10 +365,10 @@ class _Reader:
                         f"{', ...' if len(traces) > 5 else ''} are incomplete",
                     )
 
-    def _finish(self, total_lines: int) -> Iterator[RunRecord]:
+    def _finish(self, total_lines: int, data_lines: int) -> Iterator[RunRecord]:
         recording = self.recording
         recording.lines = total_lines
-        if self._data_lines == 0:
+        if data_lines == 0:
             self.problem(
                 None,
                 "the recording is empty: nothing has been exported to it yet"

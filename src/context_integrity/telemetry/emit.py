@@ -3,7 +3,8 @@
 Written once for every kind of span (a run, a model call, a tool call; ours or a host's we
 adopted), so the three say the same thing the same way. Everything that leaves here passes
 :func:`clipped`: no string longer than ``limits.MAX_ATTRIBUTE_CHARS`` is ever exported, whatever
-a tool named itself or returned.
+a tool named itself or returned; opt-in content (:func:`content`) is clipped at
+``limits.MAX_CONTENT_CHARS``.
 
 Findings go on the span BEFORE it ends: the Python SDK drops events added to an ended span.
 """
@@ -22,7 +23,7 @@ from opentelemetry.util.types import AttributeValue
 
 from ..findings import ExternalGrounding, Finding, kinds_of
 from ..ledger import CheckId
-from ..limits import MAX_ATTRIBUTE_CHARS, MAX_STACKTRACE_CHARS, MAX_STACKTRACE_FRAMES
+from ..limits import MAX_ATTRIBUTE_CHARS, MAX_CONTENT_CHARS, MAX_STACKTRACE_CHARS, MAX_STACKTRACE_FRAMES
 from ..text import bounded_json, clip, render_value
 from .instrumentation import instrumentation_version
 from .schema import names
@@ -183,15 +184,17 @@ def mark_refused(span: Span) -> None:
 def content(value: object) -> str:
     """Opt-in content for a ``gen_ai.*`` attribute: bounded JSON, never the whole payload."""
     try:
-        text = bounded_json(value, MAX_ATTRIBUTE_CHARS)
+        text = bounded_json(value, MAX_CONTENT_CHARS)
     except Exception:
-        text = render_value(value, MAX_ATTRIBUTE_CHARS)
-    return clip(text, MAX_ATTRIBUTE_CHARS)
+        text = render_value(value, MAX_CONTENT_CHARS)
+    return clip(text, MAX_CONTENT_CHARS)
 
 
 def set_content(span: Span, key: str, value: object, *, owned: bool) -> None:
     """Opt-in content on a span; on a host's span, never over an attribute the host already set."""
-    set_text(span, key, content(value), owned=owned)
+    if not owned and key in (getattr(span, "attributes", None) or {}):
+        return
+    span.set_attribute(key, content(value))
 
 
 def set_text(span: Span, key: str, value: str, *, owned: bool) -> None:

@@ -23,18 +23,29 @@ CallIdSource = Literal["recorded", "joined", "invented"]
 
 @dataclass(frozen=True, slots=True)
 class ModelStep:
-    """A model call: the request (``None`` if not captured) and the response (likewise)."""
+    """A model call: the request (``None`` if not captured) and the response (likewise).
+
+    ``error`` is set when the span ended in error (the provider failed): like a call that raised in
+    process, it has no response to judge. ``name`` is the span's name, for the report.
+    """
 
     span_id: str
     start_time_unix_nano: int | None
     request: RequestFrame | None
     response: ModelResponse | None
     missing: tuple[Missing, ...] = ()
+    name: str = ""
+    end_time_unix_nano: int | None = None
+    error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class ToolStep:
-    """A tool execution: its arguments and raw result, either possibly :class:`Missing`."""
+    """A tool execution: its arguments and raw result, either possibly :class:`Missing`.
+
+    ``error`` is set when the tool raised (the span ended in error): as in process, a call that
+    raised has no result to judge.
+    """
 
     span_id: str
     start_time_unix_nano: int | None
@@ -43,18 +54,37 @@ class ToolStep:
     call_id_source: CallIdSource
     arguments: Mapping[str, Any] | Missing
     result: object
+    name: str = ""
+    end_time_unix_nano: int | None = None
+    error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class AnswerStep:
-    """The run's final answer; ``span_id`` is the span it was read from (the run span, usually)."""
+    """The run's final answer; ``span_id`` is the span it was read from (the run span, usually).
+
+    ``time_unix_nano`` orders it among the steps when it is known (an answer given mid-run, before a
+    follow-up turn); without it the answer comes last.
+    """
 
     span_id: str
     text: str | None
     output: object = None
+    time_unix_nano: int | None = None
 
 
-Step = ModelStep | ToolStep | AnswerStep
+@dataclass(frozen=True, slots=True)
+class ToolsetStep:
+    """The application suspended a group of tools (``tools``), or resumed it (``tools`` is ``None``):
+    ``run.suspend`` / ``run.resume``, as the run span recorded it."""
+
+    span_id: str
+    group: str
+    tools: tuple[str, ...] | None
+    time_unix_nano: int | None = None
+
+
+Step = ModelStep | ToolStep | AnswerStep | ToolsetStep
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,3 +108,7 @@ class TracedRun:
     start_time_unix_nano: int | None = None
     end_time_unix_nano: int | None = None
     span_count: int = 0
+    # The run span's name and status (``"unset"``, ``"ok"``, ``"error"``), for the report.
+    name: str = ""
+    status: str = "unset"
+    status_message: str = ""

@@ -27,22 +27,38 @@ class Missing:
 @dataclass(frozen=True, slots=True)
 class AnswerReading:
     """The run's final answer: its text, and ``output`` (parsed from JSON) when the agent had
-    structured output."""
+    structured output. ``time_unix_nano`` is when it was given, where the dialect says (an answer
+    given before a follow-up turn is judged there, not at the run's end)."""
 
     text: str | None
     output: object = None
+    time_unix_nano: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolsetChange:
+    """What the application told the run of a group of tools, where the dialect records it: the
+    group suspended (``tools`` its tools) or resumed (``tools`` is ``None``), and when."""
+
+    group: str
+    tools: tuple[str, ...] | None
+    time_unix_nano: int | None
 
 
 @dataclass(frozen=True, slots=True)
 class AgentReading:
     """An agent run's span. ``answer`` is the final answer where the dialect writes it on the run
     span (pydantic-ai's ``final_result``); ``messages`` the whole history where it writes that there
-    (``pydantic_ai.all_messages``), for runs whose model spans carry no content."""
+    (``pydantic_ai.all_messages``), for runs whose model spans carry no content. ``answers`` holds
+    every answer, in order, where the run span records one per conversation turn (``answer`` is then
+    the last of them); each is judged where it was given."""
 
     agent_name: str | None
     answer: AnswerReading | None = None
     messages: tuple[Message, ...] | None = None
     missing: tuple[Missing, ...] = ()
+    answers: tuple[AnswerReading, ...] = ()
+    toolsets: tuple[ToolsetChange, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

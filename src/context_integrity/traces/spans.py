@@ -9,13 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Final
 
 # Attribute values as decoded from OTLP's AnyValue: str, bool, int, float, a list of these, a
 # mapping (kvlist), or None. Sources never hand a dialect protobuf or OTLP/JSON nodes.
 Attributes = Mapping[str, object]
 
-EMPTY: Final[Mapping[str, object]] = {}
+# Read-only: a shared default must not be a dict (dataclasses refuse one, and a writer would change
+# every span's attributes at once).
+EMPTY: Final[Mapping[str, object]] = MappingProxyType({})
+
+
+def _empty() -> Mapping[str, object]:
+    return EMPTY
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,7 +31,7 @@ class SpanEvent:
 
     name: str
     time_unix_nano: int | None
-    attributes: Attributes = EMPTY
+    attributes: Attributes = field(default_factory=_empty)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,12 +50,12 @@ class Span:
     name: str
     start_time_unix_nano: int | None
     end_time_unix_nano: int | None
-    attributes: Attributes = EMPTY
+    attributes: Attributes = field(default_factory=_empty)
     events: tuple[SpanEvent, ...] = ()
     status: str = "unset"
     status_message: str = ""
     kind: str = "internal"
-    resource: Attributes = EMPTY
+    resource: Attributes = field(default_factory=_empty)
     scope: str | None = None
     # Where the source read it (a line number, "phoenix"), for messages about this span.
     origin: str = field(default="", compare=False)

@@ -17,6 +17,7 @@ import contextlib
 import contextvars
 import logging
 import threading
+import time
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from types import TracebackType
@@ -35,9 +36,19 @@ from ...findings import Finding
 from ...judge import SetupError
 from ...ledger import CheckerDeadError, LedgerRow
 from ...limits import MAX_PENDING_CALL_IDS, MAX_QUOTED_CHARS, MAX_WARNED_GROUNDS
-from ..emit import SpanEmitter, content, record_internal_error, record_judge_errors, set_content, wants_passes
+from ...loop import Message
+from ..emit import (
+    SpanEmitter,
+    clipped,
+    content,
+    record_internal_error,
+    record_judge_errors,
+    set_content,
+    wants_passes,
+)
 from ..instrumentation import CONTRACTS, Instrumentation
 from ..schema import names
+from ..schema.content import ANSWER_TIME, answer_content, message_parts
 from ..setup import current
 from ..spans import AGENT, HeldSpan, adopt_or_start, tracer_of
 from .context import EnteredRun, open_runs, release_abandoned
@@ -123,6 +134,9 @@ class Run:
         # The context our model-call spans start in, made from the context current then: the same
         # context comes back for every request of a turn-by-turn host, so it is made once for it.
         self._children: tuple[Context, Span, Context] | None = None
+        # The answers given so far, as content capture records them (a run of several turns gives one
+        # per turn; each is judged where it was given when the run is read back).
+        self._answers: list[dict[str, object]] = []
 
     @property
     def adopted(self) -> bool:
@@ -153,7 +167,7 @@ class Run:
                 attributes[names.GEN_AI_CONVERSATION_ID] = self.conversation_id
             if inst is not None and inst.capture_content and self.question is not None:
                 attributes[names.GEN_AI_INPUT_MESSAGES] = content(
-                    [{"role": "user", "content": self.question}]
+                    [message_parts(Message("user", self.question))]
                 )
             self._held = held = adopt_or_start(
                 AGENT,
@@ -371,12 +385,8 @@ class Run:
             shown = text if isinstance(text, str) else None
             held = self._held
             if self._inst is not None and self._inst.capture_content and held is not None:
-                set_content(
-                    held.span,
-                    names.GEN_AI_OUTPUT_MESSAGES,
-                    [{"role": "assistant", "content": shown}],
-                    owned=held.owned,
-                )
+                self._answers.append({**answer_content(shown), ANSWER_TIME: time.time_ns()})
+                set_content(held.span, names.GEN_AI_OUTPUT_MESSAGES, self._answers, owned=held.owned)
             if self.judge is None:
                 return []
             found = self.judge.claim(shown, output)
@@ -402,11 +412,28 @@ class Run:
         group, names_ = assert_suspension(group, tools)
         if self.judge is not None:
             self.judge.suspend(group, names_)
+        self._toolset_event(names.TOOLSET_SUSPENDED_EVENT, group, names_)
 
     def resume(self, group: str) -> None:
         """The group suspended with :meth:`suspend` is on again. Resuming an unknown group does nothing."""
-        if self.judge is not None and isinstance(group, str):
+        if not isinstance(group, str):
+            return
+        if self.judge is not None:
             self.judge.resume(group)
+        self._toolset_event(names.TOOLSET_RESUMED_EVENT, group, None)
+
+    def _toolset_event(self, event: str, group: str, tools: tuple[str, ...] | None) -> None:
+        """The application's statement, on the run span: a later judge of the trace reads it there."""
+        span = self.span
+        if span is None:
+            return
+        try:
+            attributes: dict[str, AttributeValue] = {names.TOOLSET_GROUP: group}
+            if tools is not None:
+                attributes[names.TOOLSET_TOOLS] = list(tools)
+            span.add_event(event, clipped(attributes))
+        except Exception as ours:
+            record_internal_error(span, "recording a toolset change", ours)
 
     # ── call ids ───────────────────────────────────────────────────────
     def expect_call(self, tool_name: str, call_id: str) -> None:

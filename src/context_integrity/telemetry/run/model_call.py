@@ -21,8 +21,9 @@ from opentelemetry.trace import Span, SpanKind
 from opentelemetry.util.types import AttributeValue
 
 from ...findings import ExternalGrounding, Finding
-from ..emit import SpanEmitter, clipped, record_internal_error, record_judge_errors, set_text
+from ..emit import SpanEmitter, clipped, record_internal_error, record_judge_errors, set_content, set_text
 from ..schema import names
+from ..schema.content import request_content, response_content
 from ..spans import CHAT, HeldSpan, find_host_span, start_held, tracer_of
 
 if TYPE_CHECKING:
@@ -86,6 +87,10 @@ class ModelCall:
                     activate=False,
                 )
             self.span = held.span
+            if inst is not None and inst.capture_content:
+                # The request as the model received it, so the run can be read back and judged again.
+                for key, value in request_content(frame).items():
+                    set_content(held.span, key, value, owned=held.owned)
             if agent_run.judge is not None:
                 judged = True
                 found = agent_run.judge.compose(frame)
@@ -165,6 +170,13 @@ class ModelCall:
             reply = response
             if reply.response_id and self._held is not None:
                 set_text(self._held.span, names.GEN_AI_RESPONSE_ID, reply.response_id, owned=self._held.owned)
+            if self._inst is not None and self._inst.capture_content and self._held is not None:
+                set_content(
+                    self._held.span,
+                    names.GEN_AI_OUTPUT_MESSAGES,
+                    response_content(reply),
+                    owned=self._held.owned,
+                )
             for call in reply.calls:
                 # A host's garbage entry among the calls names no call to expect; the check reads it.
                 # A plain try rather than ``contextlib.suppress``: this runs for every call asked for.

@@ -35,13 +35,23 @@ GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
 GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
 GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
 GEN_AI_SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"
+GEN_AI_TOOL_DEFINITIONS: Final = "gen_ai.tool.definitions"
 CONTENT_ATTRIBUTES: Final[tuple[str, ...]] = (
     GEN_AI_TOOL_CALL_ARGUMENTS,
     GEN_AI_TOOL_CALL_RESULT,
     GEN_AI_INPUT_MESSAGES,
     GEN_AI_OUTPUT_MESSAGES,
     GEN_AI_SYSTEM_INSTRUCTIONS,
+    GEN_AI_TOOL_DEFINITIONS,
 )
+# The message parts of the GenAI conventions' content attributes (``{"role", "parts": [...]}``).
+PART_TYPE: Final = "type"
+PART_TEXT: Final = "text"
+PART_TOOL_CALL: Final = "tool_call"
+PART_TOOL_CALL_RESPONSE: Final = "tool_call_response"
+# The conventions' event carrying a model call's content where it is not on the span's attributes
+# (read, never written).
+GEN_AI_OPERATION_DETAILS_EVENT: Final = "gen_ai.client.inference.operation.details"
 
 OPERATION_EXECUTE_TOOL: Final = "execute_tool"
 OPERATION_INVOKE_AGENT: Final = "invoke_agent"
@@ -137,6 +147,13 @@ EXTERNAL_GROUND_EVENT: Final = f"{_NS}.external_ground_used"
 EXTERNAL_GROUND_PATH: Final = f"{_NS}.external_ground.path"
 EXTERNAL_GROUND_VALUE: Final = f"{_NS}.external_ground.value"
 EXTERNAL_GROUND_SOURCE: Final = f"{_NS}.external_ground.source"
+
+# What the application told the run of its toolsets (``run.suspend`` / ``run.resume``), as events on
+# the run span: no trace holds them otherwise, and the compose invariant judges requests against them.
+TOOLSET_SUSPENDED_EVENT: Final = f"{_NS}.toolset.suspended"
+TOOLSET_RESUMED_EVENT: Final = f"{_NS}.toolset.resumed"
+TOOLSET_GROUP: Final = f"{_NS}.toolset.group"
+TOOLSET_TOOLS: Final = f"{_NS}.toolset.tools"
 
 # Recorded when our own code failed and the host was shielded from it.
 INTERNAL_ERROR_EVENT: Final = f"{_NS}.internal_error"
