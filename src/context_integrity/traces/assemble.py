@@ -35,6 +35,7 @@ from .readings import (
     AnswerReading,
     Missing,
     ModelCallReading,
+    ProfileReading,
     Reading,
     ToolReading,
     ToolsetChange,
@@ -360,6 +361,7 @@ def _run(trace: _Trace, agent: _Held | None, root: str, members: list[_Held], no
         _place(ordered, ToolsetStep(said_at, change.group, change.tools, change.time_unix_nano))
     for given in answers:
         _place(ordered, AnswerStep(said_at, given.text, given.output, given.time_unix_nano))
+    profile = next((h.reading.text for h in members if isinstance(h.reading, ProfileReading)), None)
     head = agent or (members[0] if members else None)
     dialects = tuple(dict.fromkeys(h.dialect for h in members if h.dialect))
     return TracedRun(
@@ -379,6 +381,7 @@ def _run(trace: _Trace, agent: _Held | None, root: str, members: list[_Held], no
         name=agent.name if agent is not None else "",
         status=agent.status if agent is not None else "unset",
         status_message=agent.status_message if agent is not None else "",
+        profile=profile,
     )
 
 
