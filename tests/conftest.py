@@ -93,14 +93,11 @@ class Telemetry:
 
 @pytest.fixture
 def isolated_contracts() -> Iterator[None]:
-    """Tools declared during a test are forgotten after it, and any it replaced put back (the book is
-    process-wide)."""
+    """Tools, claims and toolsets declared during a test are forgotten after it, and any it replaced
+    put back (the book is process-wide)."""
     before = CONTRACTS.snapshot()
-    before_claims = CONTRACTS.claims_models()
     yield
     CONTRACTS.restore(before)
-    for model in CONTRACTS.claims_models() - before_claims:
-        CONTRACTS.forget_claims(model)
 
 
 @pytest.fixture

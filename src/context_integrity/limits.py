@@ -122,6 +122,10 @@ MAX_STACKTRACE_CHARS: Final = 8192
 # collector that is down must not hold the process for the SDK's tens of seconds of retries.
 EXIT_FLUSH_MILLIS: Final = 3000
 
+# The largest contracts file read: one is written by hand or by ``suggest``, and a path that names
+# something this large names something else (a recording, a dump) that must not be read whole.
+MAX_CONTRACTS_FILE_BYTES: Final = 4 * 1024 * 1024
+
 # Problems a recording read keeps word for word (a report lists them); past
 # this they are only counted, so a file of garbage cannot fill memory.
 MAX_LISTED_PROBLEMS: Final = 1000

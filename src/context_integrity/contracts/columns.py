@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, Union, get_args
 
+from .errors import did_you_mean
 from .errors import refuse as _refuse
 
 if TYPE_CHECKING:
@@ -120,7 +121,7 @@ def _types_list() -> str:
     return ", ".join(repr(t) for t in COLUMN_TYPES)
 
 
-def _column_type_of(tool_name: str, column: str, raw: object) -> ColumnType:
+def _column_type_of(tool_name: str, column: str, raw: object, at: tuple[str, ...]) -> ColumnType:
     for word in COLUMN_TYPES:
         if raw == word:
             return word
@@ -140,6 +141,7 @@ def _column_type_of(tool_name: str, column: str, raw: object) -> ColumnType:
         tool_name,
         f"result_columns[{column!r}] has type {raw!r}, which is not a column type.",
         f"Use one of {_types_list()}. {hint}",
+        at=at,
     )
 
 
@@ -149,6 +151,7 @@ def _normalize_one(tool_name: str, column: object, spec: object) -> NormalizedCo
             tool_name,
             f"result_columns has a blank or non-string column name ({column!r}).",
             "Name every column by the key its rows carry.",
+            at=("result_columns", str(column)),
         )
     if isinstance(spec, ColumnDeclaration):
         return NormalizedColumn(column, spec.type, spec.nullable)
@@ -157,15 +160,18 @@ def _normalize_one(tool_name: str, column: object, spec: object) -> NormalizedCo
         if unknown:
             raise _refuse(
                 tool_name,
-                f"result_columns[{column!r}] has unknown field(s) {', '.join(map(repr, unknown))}.",
+                f"result_columns[{column!r}] has unknown field(s) {', '.join(map(repr, unknown))}."
+                f"{did_you_mean(unknown[0], ('type', 'nullable'))}",
                 "The object form takes only 'type' and 'nullable', "
                 "e.g. {'type': 'string', 'nullable': True}.",
+                at=("result_columns", column, unknown[0]),
             )
         if "type" not in spec:
             raise _refuse(
                 tool_name,
                 f"result_columns[{column!r}] has no 'type'.",
                 f"Give it one of {_types_list()}, e.g. {{'type': 'number', 'nullable': True}}.",
+                at=("result_columns", column),
             )
         nullable = spec.get("nullable", False)
         if not isinstance(nullable, bool):
@@ -173,9 +179,13 @@ def _normalize_one(tool_name: str, column: object, spec: object) -> NormalizedCo
                 tool_name,
                 f"result_columns[{column!r}] has nullable={nullable!r}, which is not a boolean.",
                 "Write nullable=True (rows may carry no value) or nullable=False (the strict default).",
+                at=("result_columns", column, "nullable"),
             )
-        return NormalizedColumn(column, _column_type_of(tool_name, column, spec["type"]), nullable)
-    return NormalizedColumn(column, _column_type_of(tool_name, column, spec), False)
+        column_type = _column_type_of(tool_name, column, spec["type"], ("result_columns", column, "type"))
+        return NormalizedColumn(column, column_type, nullable)
+    return NormalizedColumn(
+        column, _column_type_of(tool_name, column, spec, ("result_columns", column)), False
+    )
 
 
 def _strip_optional(annotation: object) -> tuple[object, bool]:
@@ -249,12 +259,14 @@ def normalize_columns(tool_name: str, columns: object) -> tuple[NormalizedColumn
             f"result_columns is {type(columns).__name__}, not a map of column name to type.",
             "Pass a dict such as {'lun': 'number', 'note': {'type': 'string', 'nullable': True}} "
             "or a pydantic model class.",
+            at=("result_columns",),
         )
     if not columns:
         raise _refuse(
             tool_name,
             "result_columns is empty, so it promises nothing.",
             "Declare at least one column, or drop result_columns.",
+            at=("result_columns",),
         )
     return tuple(_normalize_one(tool_name, column, spec) for column, spec in columns.items())
 

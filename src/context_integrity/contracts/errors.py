@@ -2,15 +2,35 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+# Where in a declaration the refused value sits: keys and list indexes from the declaration's top,
+# e.g. ("arguments_from", 0) or ("result_columns", "comment", "nullable"). The contracts file turns
+# it into the key path it names (``tools.host_paths.arguments_from[0]``).
+KeyPath = tuple[str | int, ...]
+
 
 class DeclarationError(ValueError):
     """A tool declared something this library cannot honour.
 
     Raised only at definition time, never while an agent runs. The message
-    names the tool, the field and the fix.
+    names the tool, the field and the fix. ``at`` is where in the declaration
+    the refused value sits, when one value is to blame (``()`` otherwise).
     """
 
+    at: KeyPath = ()
 
-def refuse(tool_name: str, problem: str, fix: str) -> DeclarationError:
+
+def refuse(tool_name: str, problem: str, fix: str, *, at: KeyPath = ()) -> DeclarationError:
     """The error for one bad field: ``Tool 'x': <problem> <fix>``."""
-    return DeclarationError(f"Tool {tool_name!r}: {problem} {fix}")
+    error = DeclarationError(f"Tool {tool_name!r}: {problem} {fix}")
+    error.at = at
+    return error
+
+
+def did_you_mean(word: str, choices: Sequence[str]) -> str:
+    """`` Did you mean 'x'?`` for the choice nearest a misspelled ``word``, or ``""`` when none is near."""
+    import difflib  # only a misspelling pays for it
+
+    close = difflib.get_close_matches(word, choices, n=1)
+    return f" Did you mean {close[0]!r}?" if close else ""

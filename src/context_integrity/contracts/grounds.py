@@ -16,26 +16,30 @@ def assert_arguments_from(tool_name: str, arguments_from: object) -> tuple[str, 
             f"arguments_from is {type(arguments_from).__name__}, not a list of tool names.",
             "Pass the names of the tools whose results this tool's arguments come from, "
             "e.g. arguments_from=['list_hosts'].",
+            at=("arguments_from",),
         )
     if not arguments_from:
         raise _refuse(
             tool_name,
             "arguments_from is empty, so it grounds nothing.",
             "Name at least one tool whose results this tool's arguments come from, or drop arguments_from.",
+            at=("arguments_from",),
         )
     names: list[str] = []
-    for entry in arguments_from:
+    for index, entry in enumerate(arguments_from):
         if not isinstance(entry, str) or not entry.strip():
             raise _refuse(
                 tool_name,
                 f"arguments_from has a blank or non-string entry ({entry!r}).",
                 "Every entry must be the name of a tool, exactly as it is registered.",
+                at=("arguments_from", index),
             )
         if entry == tool_name:
             raise _refuse(
                 tool_name,
                 "arguments_from names the tool itself.",
                 "A tool cannot ground its own arguments; name the tool(s) whose results it acts on.",
+                at=("arguments_from", index),
             )
         if entry not in names:
             names.append(entry)
@@ -109,4 +113,5 @@ def assert_enums(tool_name: str, input_schema: Mapping[str, object]) -> None:
             tool_name,
             f"input_schema has an enum that is {type(found).__name__} {found!r:.80}, not a list of values.",
             'Write each enum as a non-empty JSON array, e.g. "enum": ["gold", "silver"].',
+            at=("input_schema",),
         )

@@ -14,6 +14,11 @@ that unsupported-claim joins an answer against.
 
 Building one never raises: a row with no usable entity is carried to the model
 as written and simply settles nothing.
+
+A tool that returns plain rows (one this application never wrapped, read back from a trace)
+settles facts the same way once its contract says how to read them: ``settles={"entity":
+"port", "facts": ["status"]}`` makes every row's ``port`` the entity and its ``status`` one
+settled fact (:class:`SettledFields`, read by :func:`declared_fact_rows`).
 """
 
 from __future__ import annotations
@@ -22,6 +27,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import islice
 from typing import Final
+
+from .errors import did_you_mean, refuse
+from .results import ResultReading
 
 FACTS: Final = "facts"
 SERIES: Final = "series"
@@ -124,5 +132,125 @@ def fact_rows_of(value: object, *, tool_name: str, call_id: str, epoch: int) -> 
                 at = point.get(TIME, measured)
                 out.append(FactRow(entity, metric, point[VALUE], tool_name, call_id, epoch, at))
     except Exception:  # a hostile mapping: keep what was read before it failed
+        pass
+    return out
+
+
+# ── Facts settled by plain rows, as a contract declares them ────────────
+
+# The keys of a ``settles`` declaration, in the order a message lists them.
+SETTLES_KEYS: Final = (ENTITY, FACTS)
+
+
+@dataclass(frozen=True, slots=True)
+class SettledFields:
+    """Which field of a tool's rows names the entity, and which fields settle facts about it.
+
+    The envelope's meaning, declared for a tool whose rows carry none: each row's ``entity`` field
+    is the entity's id, and each field in ``facts`` the row holds is one settled fact of it.
+    """
+
+    entity: str
+    facts: tuple[str, ...]
+
+
+def _settles_fix() -> str:
+    return 'Write it as settles={"entity": "port", "facts": ["status"]}: the field naming the entity, and the fields that settle facts.'
+
+
+def assert_settles(tool_name: str, settles: object) -> SettledFields:
+    """Refuse a ``settles`` declaration that names no entity field or no fact field."""
+    if isinstance(settles, SettledFields):
+        settles = {ENTITY: settles.entity, FACTS: list(settles.facts)}
+    if not isinstance(settles, Mapping):
+        raise refuse(
+            tool_name, f"settles is {type(settles).__name__}, not a table.", _settles_fix(), at=("settles",)
+        )
+    unknown = [str(key) for key in settles if key not in SETTLES_KEYS]
+    if unknown:
+        raise refuse(
+            tool_name,
+            f"settles has unknown field(s) {', '.join(map(repr, unknown))}.{did_you_mean(unknown[0], SETTLES_KEYS)}",
+            f"It takes only {ENTITY!r} and {FACTS!r}. " + _settles_fix(),
+            at=("settles", unknown[0]),
+        )
+    entity = settles.get(ENTITY)
+    if not isinstance(entity, str) or not entity.strip():
+        raise refuse(
+            tool_name,
+            f"settles has a blank or missing {ENTITY!r} ({entity!r}).",
+            "Name the field of the tool's rows that holds the entity's id. " + _settles_fix(),
+            at=("settles", ENTITY),
+        )
+    facts = settles.get(FACTS)
+    if isinstance(facts, str) or not isinstance(facts, (list, tuple)) or not facts:
+        raise refuse(
+            tool_name,
+            f"settles has {FACTS!r} = {facts!r}, not a non-empty list of field names.",
+            "Name at least one field whose value is a settled fact. " + _settles_fix(),
+            at=("settles", FACTS),
+        )
+    names: list[str] = []
+    for index, name in enumerate(facts):
+        if not isinstance(name, str) or not name.strip():
+            raise refuse(
+                tool_name,
+                f"settles.{FACTS} has a blank or non-string entry ({name!r}).",
+                "Every entry must be a field of the tool's rows, exactly as the rows spell it.",
+                at=("settles", FACTS, index),
+            )
+        if name == entity:
+            raise refuse(
+                tool_name,
+                f"settles.{FACTS} names the entity field {name!r}.",
+                "The entity field says which entity a row is about; list only the fields that are facts of it.",
+                at=("settles", FACTS, index),
+            )
+        if name not in names:
+            names.append(name)
+    return SettledFields(entity, tuple(names))
+
+
+def _entity_id(value: object) -> str | None:
+    # Rows from real systems name entities by text or by number (LUN 0); a claim names them as text.
+    if isinstance(value, str):
+        return value if value.strip() else None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def _plain_rows(reading: ResultReading, value: object) -> Iterable[Mapping[str, object]]:
+    if reading.is_rowset:
+        if reading.columns and reading.fields is not None:
+            fields, columns = reading.fields, reading.columns
+            return (
+                {f: column[i] for f, column in zip(fields, columns, strict=True)}
+                for i in range(reading.column_length)
+            )
+        return reading.rows
+    if reading.shape == "other" and isinstance(value, Mapping) and not is_envelope(value):
+        return (value,)  # one record: a lookup that returns the row it found
+    return ()
+
+
+def declared_fact_rows(
+    reading: ResultReading, value: object, settles: SettledFields, *, tool_name: str, call_id: str, epoch: int
+) -> list[FactRow]:
+    """The facts a tool's plain rows settle, read as its ``settles`` declaration says. Never raises.
+
+    ``reading`` is the result as :func:`~.results.read_result` read it; ``value`` the result
+    itself (a single mapping is one row). A row whose entity field is missing or blank settles
+    nothing; a fact field the row lacks is not settled by it (``None`` in it is: it says "unknown").
+    """
+    out: list[FactRow] = []
+    try:
+        for row in islice(_plain_rows(reading, value), MAX_ROWS_PER_ENVELOPE):
+            if not isinstance(row, Mapping) or (entity := _entity_id(row.get(settles.entity))) is None:
+                continue
+            for name in settles.facts:
+                if name in row:
+                    out.append(FactRow(entity, name, row[name], tool_name, call_id, epoch))
+    except Exception:  # a hostile row: keep what was read before it failed
         pass
     return out

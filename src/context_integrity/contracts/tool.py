@@ -10,6 +10,7 @@ from .columns import NormalizedColumn, normalize_columns
 from .errors import DeclarationError
 from .errors import refuse as _refuse
 from .grounds import assert_arguments_from, assert_enums, declared_enum_values
+from .semantic import SettledFields, assert_settles
 
 
 def assert_tool_name(name: object) -> str:
@@ -27,6 +28,7 @@ def assert_result_kind(tool_name: str, result_kind: object) -> str:
             tool_name,
             f"result_kind is {result_kind!r}, not a non-blank string.",
             "Name what the result is, e.g. result_kind='dataset/rows', or leave it out.",
+            at=("result_kind",),
         )
     return result_kind
 
@@ -50,6 +52,9 @@ class ToolContract:
     result_kind: str | None = None
     # The structured result arrives wrapped as {"result": [...]} (an MCP output schema said so).
     result_wrapped: bool = False
+    # Which field of its rows names the entity and which settle facts (unsupported-claim's evidence
+    # from a tool that returns plain rows rather than ci.semantic(...)).
+    settles: SettledFields | None = None
     # The schema's enum words, lowered once here so no check re-reads the schema per call.
     enum_values: frozenset[str] = field(default=frozenset(), compare=False)
 
@@ -63,7 +68,8 @@ def define_contract(
     input_schema: Mapping[str, Any] | None = None,
     once_per_run: object = False,
     result_kind: object = None,
-    result_wrapped: bool = False,
+    result_wrapped: object = False,
+    settles: object = None,
 ) -> ToolContract:
     """Validate one tool's declarations and return its contract.
 
@@ -78,28 +84,42 @@ def define_contract(
             name,
             f"input_schema is {type(input_schema).__name__}, not a JSON schema object.",
             "Pass the tool's argument schema as a dict, or leave it out.",
+            at=("input_schema",),
         )
     if not isinstance(once_per_run, bool):
         raise _refuse(
             name,
             f"once_per_run is {type(once_per_run).__name__} ({once_per_run!r}), not a boolean.",
             "Pass once_per_run=True for a tool whose effect must happen once per run, or leave it out.",
+            at=("once_per_run",),
+        )
+    if not isinstance(result_wrapped, bool):
+        raise _refuse(
+            name,
+            f"result_wrapped is {type(result_wrapped).__name__} ({result_wrapped!r}), not a boolean.",
+            'Pass result_wrapped=True when the structured result arrives as {"result": [...]}, or leave it out.',
+            at=("result_wrapped",),
         )
     if input_schema is not None:
         assert_enums(name, input_schema)
     if description is not None and not isinstance(description, str):
         raise _refuse(
-            name, f"description is {type(description).__name__}, not text.", "Pass a string, or leave it out."
+            name,
+            f"description is {type(description).__name__}, not text.",
+            "Pass a string, or leave it out.",
+            at=("description",),
         )
     kind = None if result_kind is None else assert_result_kind(name, result_kind)
+    settled = None if settles is None else assert_settles(name, settles)
     return ToolContract(
         name=name,
         result_kind=kind,
-        result_wrapped=bool(result_wrapped),
+        result_wrapped=result_wrapped,
         description=description,
         result_columns=columns,
         arguments_from=grounds,
         input_schema=input_schema,
         once_per_run=once_per_run,
         enum_values=declared_enum_values(input_schema),
+        settles=settled,
     )

@@ -203,13 +203,16 @@ def declare_tool(
     description: str | None = None,
     once_per_run: bool = False,
     result_kind: object = None,
+    settles: object = None,
     replace: bool = False,
     **unknown: object,
 ) -> ToolContract:
     """Declare the contract of a tool this application did not write (a framework or MCP tool).
 
     ``result_kind`` names what the result is (e.g. ``'dataset/rows'``); it is informational, and
-    travels over MCP with the other declarations.
+    travels over MCP with the other declarations. ``settles={"entity": "port", "facts": ["status"]}``
+    says its rows settle facts (which field names the entity, which fields are facts of it), for
+    the claims contract to compare an answer against.
 
     Raises :class:`~context_integrity.DeclarationError` naming the tool, the field
     and the fix when a declaration cannot be honoured, a keyword is misspelled, or the
@@ -224,6 +227,7 @@ def declare_tool(
         input_schema=input_schema,
         once_per_run=once_per_run,
         result_kind=result_kind,
+        settles=settles,
     )
     CONTRACTS.declare(contract, replace=replace is True)
     _WRAPPED_NAMES.discard(contract.name)
@@ -317,6 +321,7 @@ def tool(
     input_schema: Mapping[str, Any] | None = None,
     once_per_run: bool = False,
     result_kind: object = None,
+    settles: object = None,
     replace: bool = False,
 ) -> ToolDecorator: ...
 def tool(
@@ -330,6 +335,7 @@ def tool(
     input_schema: Mapping[str, Any] | None = None,
     once_per_run: bool = False,
     result_kind: object = None,
+    settles: object = None,
     replace: bool = False,
     **unknown: object,
 ) -> Callable[P, R] | FrameworkTool | ToolDecorator:
@@ -365,6 +371,7 @@ def tool(
                 input_schema=input_schema,
                 once_per_run=once_per_run,
                 description=description,
+                settles=settles,
             )
             return target
         if not callable(target):
@@ -380,6 +387,7 @@ def tool(
             once_per_run=once_per_run,
             description=description or _first_line(getattr(target, "__doc__", None)),
             result_kind=result_kind,
+            settles=settles,
             replace=replace,
         )
         _WRAPPED_NAMES.add(contract.name)

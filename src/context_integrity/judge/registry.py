@@ -208,7 +208,7 @@ def _answer_object(seen: AnswerSeen) -> tuple[object, bool]:
 
 
 def _unsupported_claim_at_claim(state: RunState, seen: AnswerSeen) -> Encounter:
-    contracts = state.contracts.claims_for(seen.output)
+    contracts = state.contracts.claims_for(seen.output, state.agent)
     if not contracts:
         return OUT_OF_SCOPE
     answer, readable = _answer_object(seen)

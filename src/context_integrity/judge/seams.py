@@ -87,7 +87,8 @@ class RunJudge:
     """One run's judge: its state, the checks it armed, and the ledger they fill.
 
     ``ledger`` is ``None`` for a tool called outside any run: it is still
-    judged, it just has no row to count in.
+    judged, it just has no row to count in. ``agent`` names the agent whose run it is (claims
+    declared for one agent's answers read it).
     """
 
     def __init__(
@@ -98,6 +99,7 @@ class RunJudge:
         with_ledger: bool = True,
         clock_ms: Callable[[], int] = _now_ms,
         registry: Registry = REGISTRY,
+        agent: str | None = None,
     ) -> None:
         self.contracts = contracts
         self.dials = dials
@@ -112,7 +114,9 @@ class RunJudge:
         self.armed: dict[Seam, tuple[RegisteredCheck, ...]] = {
             seam: tuple(entry for entry in armed if entry.seam == seam) for seam in _SEAM_ORDER
         }
-        self.state = RunState.begin(contracts, dials, grounding=any(entry.keeps_grounds for entry in armed))
+        self.state = RunState.begin(
+            contracts, dials, grounding=any(entry.keeps_grounds for entry in armed), agent=agent
+        )
         # The run's profile (names and counts, never values), gathered only when asked for.
         self.profiler: RunProfiler | None = RunProfiler() if dials.profiling else None
         self.findings: list[Finding] = []
@@ -130,6 +134,9 @@ class RunJudge:
         # holds this lock, so the run's memory and ledger see one encounter at a time. Re-entrant,
         # because an application's external-grounds provider may itself report to the run.
         self.lock = threading.RLock()
+        # Toolsets declared switched off are suspended from the run's first request.
+        for toolset in contracts.suspended_toolsets():
+            self.suspend(toolset.name, toolset.tools)
 
     # ── lifecycle ──────────────────────────────────────────────────────
     @property

@@ -20,7 +20,7 @@ from ..checks.empty_lookup import ProducedCorpus
 from ..checks.unsupported_argument import TextCorpus, _Corpus
 from ..contracts import ToolContract, declared_enum_values
 from ..contracts.results import ResultReading, judged_value, read_result
-from ..contracts.semantic import FactRow, fact_rows_of
+from ..contracts.semantic import FactRow, declared_fact_rows, fact_rows_of
 from ..findings import Seam
 from ..limits import (
     MAX_ENUM_SCHEMAS_PER_RUN,
@@ -173,6 +173,8 @@ class RunState:
 
     contracts: ContractBook
     dials: Dials
+    # The agent whose run this is, when known: claims declared for one agent's answers read it.
+    agent: str | None = None
     epoch: int = 0
     # The seams at which real work happened (a request, a response, a tool result): the signal
     # dev posture reads, which no check writes.
@@ -209,11 +211,14 @@ class RunState:
     )
 
     @classmethod
-    def begin(cls, contracts: ContractBook, dials: Dials, *, grounding: bool) -> RunState:
+    def begin(
+        cls, contracts: ContractBook, dials: Dials, *, grounding: bool, agent: str | None = None
+    ) -> RunState:
         grounds = contracts.grounds() if grounding else {}
         return cls(
             contracts=contracts,
             dials=dials,
+            agent=agent,
             grounds=grounds,
             producers=frozenset(g for names in grounds.values() for g in names),
         )
@@ -303,7 +308,8 @@ class RunState:
             self.once_asked[call.call_id] = (call.name, arguments_key(call.arguments))
 
     def after_result(self, seen: ToolResultSeen) -> None:
-        """A tool returned: a once-per-run execution succeeded; a semantic envelope settled facts."""
+        """A tool returned: a once-per-run execution succeeded; a semantic envelope, or rows its
+        contract declares ``settles`` for, settled facts."""
         contract = seen.contract
         if contract is not None and contract.once_per_run:
             asked = self.once_asked.pop(seen.call_id, None)
@@ -319,9 +325,20 @@ class RunState:
                     self.executed.pop(next(iter(self.executed)))
                 self.executed[(seen.tool_name, key)] = Execution(seen.call_id, self.epoch)
         if self.contracts.any_claims():
-            for row in fact_rows_of(
-                seen.result, tool_name=seen.tool_name, call_id=seen.call_id, epoch=self.epoch
-            ):
+            rows = fact_rows_of(seen.result, tool_name=seen.tool_name, call_id=seen.call_id, epoch=self.epoch)
+            if contract is not None and contract.settles is not None:
+                # Plain rows settle facts too, where the tool's contract says which fields do.
+                rows.extend(
+                    declared_fact_rows(
+                        seen.reading,
+                        seen.result,
+                        contract.settles,
+                        tool_name=seen.tool_name,
+                        call_id=seen.call_id,
+                        epoch=self.epoch,
+                    )
+                )
+            for row in rows:
                 if len(self.facts) >= MAX_FACT_ROWS_PER_RUN:
                     self.facts.popleft()
                 self.facts.append(row)

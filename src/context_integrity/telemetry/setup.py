@@ -23,6 +23,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
+from ..contracts.file import Contracts, find_contracts, load_contracts
 from ..judge import Dials, SetupError
 from ..judge.dials import dial_parameters, dial_specs, dials_doc, unknown_option
 from ..limits import EXIT_FLUSH_MILLIS
@@ -68,6 +69,7 @@ def setup(
     log_events: bool = False,
     evaluation_events: bool | Literal["all"] = False,
     phoenix_annotations: str | None = None,
+    contracts: str | os.PathLike[str] | None = None,
     capture_content: bool = False,
     redact: Callable[[str], str] | None = None,
     tracer_provider: Any | None = None,
@@ -81,6 +83,12 @@ def setup(
         Dials (each defaults to the byte-identical choice):
 
     {dials}
+
+        ``contracts``: the path of a contracts file (TOML, or a ``pyproject.toml`` with a
+        ``[tool.context-integrity]`` table) whose declarations join the process's, as if each
+        were declared with ``declare_tool``; ``$CONTEXT_INTEGRITY_CONTRACTS`` names one when this
+        is left out. A bad file raises :class:`~context_integrity.DeclarationError` naming the file,
+        the key and the fix.
 
         ``instrument``: ``"auto"`` (the default) instruments every supported framework that is
         installed; a list of names (see ``context_integrity.integrations.SUPPORTED``) only those;
@@ -108,7 +116,9 @@ def setup(
         tracer_provider=tracer_provider,
         meter_provider=meter_provider,
         logger_provider=logger_provider,
+        contracts=contracts,
     )
+    declarations = _contracts_file(options.contracts)
     if phoenix_annotations is not None and not (
         isinstance(phoenix_annotations, str) and phoenix_annotations.startswith(("http://", "https://"))
     ):
@@ -121,13 +131,16 @@ def setup(
     with _lock:
         if _state is not None:
             refuse_changed(_state.options, options)
+            _declare(declarations)
             _state.dials = validated
             _state.capture_content = capture_content
             _state.redact = redact
             arm_integrations(frameworks, auto=auto)
             return _state
         installs: list[Callable[[], None]] = []
+        before = CONTRACTS.snapshot()
         try:
+            _declare(declarations)
             built = build(
                 dials=validated,
                 service_name=service_name,
@@ -146,6 +159,7 @@ def setup(
             )
         except BaseException:
             _discard_partial(installs)
+            CONTRACTS.restore(before)
             raise
         for install in installs:
             install()
@@ -159,6 +173,30 @@ def setup(
     else:
         logger.info("context_integrity: %s", state.destination)
     return state
+
+
+def _contracts_file(explicit: str | os.PathLike[str] | None) -> Contracts | None:
+    """The contracts file ``setup()`` reads: the one named, else ``$CONTEXT_INTEGRITY_CONTRACTS``'s."""
+    found = find_contracts(explicit)
+    return None if found is None else load_contracts(found.path)
+
+
+def _declare(declarations: Contracts | None) -> None:
+    if declarations is None:
+        return
+    CONTRACTS.declare_all(
+        declarations.tools,
+        declarations.claims,
+        declarations.toolsets,
+        again=f", and contracts file {declarations.source} declares it again",
+    )
+    logger.info(
+        "context_integrity: declarations read from %s (%d tools, %d claims contracts, %d toolsets)",
+        declarations.source,
+        len(declarations.tools),
+        len(declarations.claims),
+        len(declarations.toolsets),
+    )
 
 
 _exit_armed = False

@@ -61,6 +61,9 @@ class ExporterOptions:
     tracer_provider: Any | None = None
     meter_provider: Any | None = None
     logger_provider: Any | None = None
+    # The contracts file read into the process's declarations (not an exporter option: a later
+    # setup() may read another, whose declarations then follow the re-declaration rule).
+    contracts: str | os.PathLike[str] | None = None
 
     def differing(self, other: ExporterOptions) -> list[str]:
         """The options ``other`` (a later call) sets away from their defaults to something else than here."""
@@ -105,6 +108,7 @@ def validated_options(
     tracer_provider: object,
     meter_provider: object,
     logger_provider: object,
+    contracts: object = None,
 ) -> ExporterOptions:
     """Refuse any option ``setup()`` cannot honour; return the exporter options as given."""
     if service_name is not None and (not isinstance(service_name, str) or not service_name.strip()):
@@ -148,6 +152,13 @@ def validated_options(
             raise _refuse(
                 "recording_path", recording_path, "An empty path names no file; leave it out for the default."
             )
+    if contracts is not None and (not isinstance(contracts, (str, os.PathLike)) or not os.fspath(contracts)):
+        raise _refuse(
+            "contracts",
+            contracts,
+            "Pass the path of a contracts file (TOML, or a pyproject.toml with a [tool.context-integrity] "
+            "table) as a str or pathlib.Path, or leave it out.",
+        )
     if not isinstance(evaluation_events, bool) and evaluation_events != EVALUATION_EVENTS_ALL:
         raise _refuse(
             "evaluation_events",
@@ -185,6 +196,7 @@ def validated_options(
         tracer_provider=tracer_provider,
         meter_provider=meter_provider,
         logger_provider=logger_provider,
+        contracts=contracts,
     )
 
 

@@ -30,7 +30,7 @@ from opentelemetry.trace import Span, SpanKind
 from opentelemetry.util.types import AttributeValue
 
 from ..._memo import ToldOnce
-from ...contracts import define_contract
+from ...contracts import DeclarationError, define_contract
 from ...contracts.toolsets import assert_suspension
 from ...findings import Finding
 from ...judge import SetupError
@@ -151,7 +151,7 @@ class Run:
             _warn_undeclared_grounds()
             from ...judge.seams import RunJudge  # the registry and the checks load with the first run
 
-            self.judge = judge = RunJudge(CONTRACTS, dials_in_force(inst))
+            self.judge = judge = RunJudge(CONTRACTS, dials_in_force(inst), agent=self.agent_name)
             judge.keep_passes = wants_passes(inst)
             judge.begin()
             if judge.dials.posture == "dev":
@@ -401,14 +401,25 @@ class Run:
             record_internal_error(self.span, "reporting the answer", ours)
             return []
 
-    def suspend(self, group: str, tools: Sequence[str]) -> None:
+    def suspend(self, group: str, tools: Sequence[str] | None = None) -> None:
         """Tell the run a group of tools is switched off (a skill or toolset disabled, an MCP server
         disconnected) until :meth:`resume`. A request that still offers one of them is an
-        invariant-violation at the compose seam.
+        invariant-violation at the compose seam. ``tools`` may be left out for a toolset declared by
+        name (a contracts file's ``[toolsets.NAME]``): its declared tools are the group's.
 
-        Raises :class:`~context_integrity.DeclarationError` for a blank group name or a tool list
-        that is not a list of non-blank names: that is the application's statement, checked once.
+        Raises :class:`~context_integrity.DeclarationError` for a blank group name, a tool list
+        that is not a list of non-blank names, or no tools for a group no toolset declares: that is
+        the application's statement, checked once.
         """
+        if tools is None:
+            declared = CONTRACTS.toolset(group) if isinstance(group, str) else None
+            if declared is None:
+                raise DeclarationError(
+                    f"run.suspend({group!r}): no toolset {group!r} is declared, so its tools are unknown. "
+                    "Pass them, run.suspend(group, ['open_ticket', ...]), or declare the toolset in the "
+                    "contracts file ([toolsets.NAME] tools = [...])."
+                )
+            tools = declared.tools
         group, names_ = assert_suspension(group, tools)
         if self.judge is not None:
             self.judge.suspend(group, names_)
