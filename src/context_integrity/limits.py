@@ -20,6 +20,8 @@ MAX_PROFILED_COLUMNS: Final = 64
 MAX_PROFILED_ARGUMENTS: Final = 32
 MAX_PROFILE_PRODUCERS: Final = 8
 MAX_PROFILE_CHARS: Final = 16_384
+# ``suggest --retro``: the runs shown whole (those with findings); the rest are counted.
+MAX_RETRO_RUNS_SHOWN: Final = 20
 
 # Problems named one by one in an enforce refusal before "and N more".
 MAX_NAMED_IN_REFUSAL: Final = 5

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
+from ..contracts.file import Contracts, dump_contracts
+from ..contracts.tool import define_contract
 from ..ledger import CheckId
 from .proposals import ColumnProposal, Proposals, ToolProposals, rows_armed_by
 
@@ -44,6 +46,46 @@ def declarations(proposals: Proposals) -> dict[str, Declaration]:
         for producer in tool.arguments_from:
             out.setdefault(producer, {})
     return dict(sorted(out.items()))
+
+
+def proposed_contracts(proposals: Proposals) -> Contracts:
+    """The proposals as validated contracts, through the same asserts as ``declare_tool``."""
+    tools = tuple(define_contract(name, **keywords) for name, keywords in declarations(proposals).items())  # type: ignore[arg-type]
+    return Contracts(tools=tools, source="the proposals")
+
+
+def as_toml(proposals: Proposals, *, how_read: str = "") -> str:
+    """A contracts file, ready to save: the proposals (each tool's evidence in a comment above the
+    file), and the once-per-run candidates as comments for the user to judge."""
+    lines = [
+        "# Proposed by `context-integrity suggest`"
+        + (f" ({how_read})" if how_read else f" from {proposals.runs} recorded run(s)")
+        + ".",
+        "# Review each declaration before adopting it: declared, never inferred.",
+    ]
+    for tool in proposals.tools:
+        if tool.columns or tool.producers:
+            what = []
+            if tool.columns:
+                mixed = tool.mixed_columns
+                what.append(
+                    f"result_columns from {_evidence(tool)}"
+                    + (f"; mixed: {', '.join(c.name for c in mixed)} (see the report)" if mixed else "")
+                )
+            if tool.producers:
+                what.append(
+                    "arguments_from "
+                    + ", ".join(
+                        f"{p.producer} ({p.served}/{p.judged} of {p.argument})" for p in tool.producers
+                    )
+                )
+            lines.append(f"#   {tool.tool}: {'; '.join(what)}")
+    for tool in _repeat_candidates(proposals):
+        lines.append(
+            f"#   {_repeat_sentence(tool)} If it has side effects, add once_per_run = true to its table."
+        )
+    body = dump_contracts(proposed_contracts(proposals))
+    return "\n".join(lines) + "\n\n" + (body or "# Nothing to propose yet: see `--format report` for why.\n")
 
 
 def _arms(declaration: str) -> str:

@@ -10,10 +10,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from . import demo, report
+from . import demo, report, suggest
 
 # THE list of subcommands, in the order help lists them.
-SUBCOMMANDS = (demo, report)
+SUBCOMMANDS = (demo, report, suggest)
 
 
 def parser() -> argparse.ArgumentParser:
