@@ -193,7 +193,6 @@ class Profile:
             text = json.dumps(
                 {"v": PROFILE_VERSION, "runs": self.runs, "unnamed_tools": dropped, "tools": tools},
                 separators=(",", ":"),
-                sort_keys=True,
             )
             if len(text) <= max_chars or not tools:
                 return text if len(text) <= max_chars else ""

@@ -26,9 +26,11 @@ from typing import Any, Final
 
 from ..limits import MAX_HELD_TRACE_CHARS, MAX_OPEN_TRACES_JUDGED, MAX_SPANS_PER_TRACE
 from ..loop import ModelResponse, RequestFrame
+from ..telemetry.schema import names
 from ..text import clip, plural
 from .detect import detect
 from .dialects import DIALECTS, Dialect
+from .dialects.ours import KEY as OURS
 from .model import AnswerStep, CallIdSource, ModelStep, Step, ToolsetStep, ToolStep, TracedRun
 from .readings import (
     AgentReading,
@@ -49,6 +51,10 @@ _SERVICE_NAME: Final = "service.name"
 _REMEMBERED_DONE: Final = 4 * MAX_OPEN_TRACES_JUDGED
 # Span names and scopes quoted when a trace's dialect is unknown.
 _QUOTED: Final = 3
+# How many more spans a trace rooted in our own run span waits for the summary span written right
+# after it (the two can be a batch apart when other threads' spans land between them); past it, the
+# trace is judged without the summary.
+_SUMMARY_GRACE_SPANS: Final = 256
 
 
 @dataclass(slots=True)
@@ -116,6 +122,9 @@ class Assembler:
         self._done: OrderedDict[str, int] = OrderedDict()
         self._held_chars = 0
         self._order = 0
+        # Traces whose root is our own run span, waiting for the summary span we write just after it
+        # ends (it may carry the run's profile): trace id -> the span count when the root arrived.
+        self._awaiting_summary: OrderedDict[str, int] = OrderedDict()
         self.spans = 0
         self.late = 0
         self.runs = 0
@@ -125,6 +134,15 @@ class Assembler:
         """Take one span; the runs its arrival made whole."""
         self.spans += 1
         trace_id = span.trace_id
+        while self._awaiting_summary:
+            waiting, since = next(iter(self._awaiting_summary.items()))
+            if waiting != trace_id and self.spans - since <= _SUMMARY_GRACE_SPANS:
+                break
+            if waiting == trace_id and span.name != names.DISPOSITION_SPAN:
+                break
+            del self._awaiting_summary[waiting]
+            if waiting != trace_id and waiting in self._traces:
+                yield from self._settle(waiting)
         trace = self._traces.get(trace_id)
         if trace is None:
             if trace_id in self._done:
@@ -191,8 +209,14 @@ class Assembler:
                     f"than {self._max_chars:,} characters of content; it is judged with what it had"
                 )
                 yield from self._settle(oldest)
-        if span.parent_span_id is None:
+        if span.name == names.DISPOSITION_SPAN and trace_id in self._awaiting_summary:
+            del self._awaiting_summary[trace_id]
             yield from self._settle(trace_id)
+        elif span.parent_span_id is None:
+            if dialect is not None and dialect.key == OURS and isinstance(reading, AgentReading):
+                self._awaiting_summary[trace_id] = self.spans
+            else:
+                yield from self._settle(trace_id)
 
     def complete(self, trace_id: str) -> Iterator[TracedRun]:
         """The source says every span of ``trace_id`` has arrived."""
@@ -220,6 +244,7 @@ class Assembler:
 
     # ── settling a trace ────────────────────────────────────────────
     def _settle(self, trace_id: str) -> Iterator[TracedRun]:
+        self._awaiting_summary.pop(trace_id, None)
         trace = self._traces.pop(trace_id)
         self._held_chars -= trace.chars
         self._done[trace_id] = 0
