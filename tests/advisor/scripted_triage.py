@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from pydantic import BaseModel
+
 import context_integrity as ci
 
 WWPNS = [f"c0:50:76:0a:11:7e:00:{n:02d}" for n in range(8)]
@@ -25,8 +27,25 @@ TOOLS = tuple(
         "host_paths",
         "fabric_logins",
         "hosts_by_wwpn",
+        "port_status",
     )
 )
+
+
+class Triage(BaseModel):
+    """The agent's typed answer."""
+
+    port: str
+    status: str
+    host: str
+
+
+def port_status(switch: int) -> list[dict[str, Any]]:
+    return [
+        {"port": "fc1/1", "status": "up"},
+        {"port": "fc1/2", "status": "up"},
+        {"port": "fc1/3", "status": "down" if switch % 3 else "up"},
+    ]
 
 
 def host_group_mappings(group: int) -> list[dict[str, Any]]:
@@ -91,10 +110,14 @@ def one_run(n: int) -> None:
             [
                 ci.ToolCall("host_paths", "c5", {"host": host}),
                 ci.ToolCall("hosts_by_wwpn", "c6", {"wwpn": wwpn}),
+                ci.ToolCall("port_status", "c7", {"switch": f"edge-sw-{switch:02d}"}),
             ],
-            [host_paths(host), hosts_by_wwpn(wwpn, broken_index=n % 6 == 5)],
+            [host_paths(host), hosts_by_wwpn(wwpn, broken_index=n % 6 == 5), port_status(switch)],
         )
-        run.answer(f"vdi-{group}: the paths of {host} look fine.")
+        settled = port_status(switch)[2]["status"]
+        # The claim defect, in one run of eight: the answer calls the port healthy though the tool said down.
+        said = "up" if n % 8 == 7 and settled == "down" else settled
+        run.answer(output=Triage(port="fc1/3", status=said, host=host))
 
 
 def main() -> None:

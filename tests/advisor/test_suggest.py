@@ -76,9 +76,29 @@ def test_suggest_proposes_the_demos_declarations(recordings: dict[str, Path], ki
     assert f"24 run(s) read: 24 {how}" in result.stdout
 
 
-def test_content_and_profile_propose_the_same(recordings: dict[str, Path]) -> None:
-    body = [_suggest(str(recordings[kind])).stdout.split("\n\n", 1)[1] for kind in ("content", "profile")]
-    assert body[0] == body[1]
+def test_content_and_profile_propose_the_same_columns_and_producers(recordings: dict[str, Path]) -> None:
+    found = [_tools(_suggest(str(recordings[kind])).stdout) for kind in ("content", "profile")]
+    assert set(found[0]) == set(found[1])
+    for name, tool in found[0].items():
+        assert (tool.result_columns, tool.arguments_from) == (
+            found[1][name].result_columns,
+            found[1][name].arguments_from,
+        )
+    assert "claims are proposed from content only" in _suggest(str(recordings["profile"])).stdout
+
+
+def test_a_claim_the_answers_mostly_kept_is_proposed_with_what_settles_it(
+    recordings: dict[str, Path],
+) -> None:
+    result = _suggest(str(recordings["content"]))
+    contracts = parse_contracts(result.stdout, source="suggest's output")
+    (claims,) = contracts.claims
+    assert claims.scope.agent == "storage-triage"
+    assert [(c.path, c.entity, c.field) for c in claims.claims] == [("status", "fc1/3", "status")]
+    settles = _tools(result.stdout)["port_status"].settles
+    assert settles is not None and (settles.entity, tuple(settles.facts)) == ("port", ("status",))
+    report = _suggest(str(recordings["content"]), "--format", "report").stdout
+    assert "held in 22 of 24 run(s) whose answer had the field" in report
 
 
 def test_the_report_shows_each_proposals_evidence_and_what_it_arms(recordings: dict[str, Path]) -> None:
@@ -105,7 +125,9 @@ def test_retro_files_the_demos_column_and_grounding_findings(recordings: dict[st
         ("unsupported-argument", "choice", "host_paths"),
         ("empty-lookup", "write", "hosts_by_wwpn"),
     } <= filed
-    assert "would have filed 18 finding(s), in 12 run(s)" in result.stdout
+    # The two runs whose answer called port fc1/3 up while the tool settled it down.
+    assert len(re.findall(r"\d+\. unsupported-claim @claim", result.stdout)) == 2
+    assert "would have filed 20 finding(s), in 13 run(s)" in result.stdout
 
 
 def test_retro_in_a_contracts_file_keeps_the_file_valid(recordings: dict[str, Path]) -> None:

@@ -18,6 +18,7 @@ from ..judge.profile import Profile, ProfileUnreadable, decode_profile
 from ..limits import MAX_LISTED_PROBLEMS
 from ..traces.model import TracedRun
 from ..traces.replay import JudgedRun, judge_run
+from .claims import ClaimsEvidence
 from .proposals import Proposals
 from .render import proposed_contracts
 
@@ -32,6 +33,7 @@ class Evidence:
     """What the runs of a source hold, merged: the profile, and how each run contributed to it."""
 
     profile: Profile = field(default_factory=Profile)
+    claims: ClaimsEvidence = field(default_factory=ClaimsEvidence)
     runs: int = 0
     from_recorded_profile: int = 0
     replayed: int = 0
@@ -55,7 +57,10 @@ class Evidence:
                 f"{self.without_evidence} with neither (no content captured and no profile recorded: "
                 "setup(profile=True) records one without content)"
             )
-        return f"{self.runs} run(s) read" + (": " + "; ".join(parts) if parts else "")
+        said = f"{self.runs} run(s) read" + (": " + "; ".join(parts) if parts else "")
+        if self.runs and not self.replayed:
+            said += "; claims are proposed from content only, and none was read"
+        return said
 
 
 def gather(runs: Iterable[TracedRun]) -> Evidence:
@@ -63,6 +68,7 @@ def gather(runs: Iterable[TracedRun]) -> Evidence:
     evidence = Evidence()
     for run in runs:
         evidence.runs += 1
+        evidence.claims.observe(run)
         if run.profile is not None:
             try:
                 evidence.profile.merge(decode_profile(run.profile))
@@ -86,7 +92,10 @@ def gather(runs: Iterable[TracedRun]) -> Evidence:
 def retro(runs: Iterable[TracedRun], proposals: Proposals) -> Iterator[JudgedRun]:
     """The runs judged under the proposed declarations, as the user would see them once adopted."""
     book = ContractBook()
-    for contract in proposed_contracts(proposals).tools:
+    contracts = proposed_contracts(proposals)
+    for contract in contracts.tools:
         book.declare(contract)
+    for claims in contracts.claims:
+        book.declare_claims(claims)
     for run in runs:
         yield judge_run(run, book, RETRO_DIALS)

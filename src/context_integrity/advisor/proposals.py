@@ -29,6 +29,7 @@ from ..contracts.columns import ColumnType
 from ..judge.profile import ArgumentTally, Profile, ToolTally
 from ..judge.registry import BUILT_IN
 from ..ledger import CheckId
+from .claims import ClaimProposal
 
 # Evidence below which a proposal is "not enough evidence", never a guess: rowset calls for the
 # columns of a tool, and argument values long enough to judge for an argument's producers.
@@ -111,6 +112,8 @@ class Proposals:
     runs: int
     # Tools the evidence could not name (over the profile's caps, or not shaped like a name).
     unnamed_tools: int = 0
+    # Answer fields that state a fact a tool settled, in most runs (read from content only).
+    claims: tuple[ClaimProposal, ...] = ()
 
     @property
     def declared_tools(self) -> tuple[str, ...]:
@@ -124,10 +127,11 @@ class Proposals:
         return tuple(out)
 
 
-def propose(profile: Profile) -> Proposals:
-    """The proposals a merged profile supports. Never raises on odd counts: they are read as zero."""
+def propose(profile: Profile, claims: tuple[ClaimProposal, ...] = ()) -> Proposals:
+    """The proposals a merged profile (and the claims evidence, where content was read) supports.
+    Never raises on odd counts: they are read as zero."""
     tools = tuple(_tool(name, tally) for name, tally in sorted(profile.tools.items()))
-    return Proposals(tools=tools, runs=profile.runs, unnamed_tools=profile.unnamed_tools)
+    return Proposals(tools=tools, runs=profile.runs, unnamed_tools=profile.unnamed_tools, claims=claims)
 
 
 def _tool(name: str, tally: ToolTally) -> ToolProposals:

@@ -10,9 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
+from ..contracts.claims import ClaimsContract, define_answer_claims
 from ..contracts.file import Contracts, dump_contracts
 from ..contracts.tool import define_contract
 from ..ledger import CheckId
+from .claims import settles_of
 from .proposals import ColumnProposal, Proposals, ToolProposals, rows_armed_by
 
 # What else a declaration needs before its checks run: a dial, named for the user.
@@ -45,13 +47,23 @@ def declarations(proposals: Proposals) -> dict[str, Declaration]:
     for tool in proposals.tools:
         for producer in tool.arguments_from:
             out.setdefault(producer, {})
+    for tool_name, (entity_field, facts) in settles_of(proposals.claims).items():
+        out.setdefault(tool_name, {})["settles"] = {"entity": entity_field, "facts": list(facts)}
     return dict(sorted(out.items()))
+
+
+def claims_contracts(proposals: Proposals) -> tuple[ClaimsContract, ...]:
+    """The proposed claims as validated contracts, one per agent, through the file's own assert."""
+    by_agent: dict[str, dict[str, dict[str, str]]] = {}
+    for claim in proposals.claims:
+        by_agent.setdefault(claim.agent, {})[claim.path] = {"entity": claim.entity, "field": claim.field}
+    return tuple(define_answer_claims(claims, agent=agent) for agent, claims in sorted(by_agent.items()))
 
 
 def proposed_contracts(proposals: Proposals) -> Contracts:
     """The proposals as validated contracts, through the same asserts as ``declare_tool``."""
     tools = tuple(define_contract(name, **keywords) for name, keywords in declarations(proposals).items())  # type: ignore[arg-type]
-    return Contracts(tools=tools, source="the proposals")
+    return Contracts(tools=tools, claims=claims_contracts(proposals), source="the proposals")
 
 
 def as_toml(proposals: Proposals, *, how_read: str = "") -> str:
@@ -129,6 +141,15 @@ def as_python(proposals: Proposals) -> str:
     for name, declared in declarations(proposals).items():
         keywords = "".join(f", {key}={_python_value(value)}" for key, value in declared.items())
         lines.append(f"ci.declare_tool({name!r}{keywords})")
+    if proposals.claims:
+        lines.append("")
+        lines.append(
+            "# Claims name a pydantic output model in code; the contracts file states them without one:"
+        )
+        for claim in proposals.claims:
+            lines.append(
+                f"# ci.declare_claims(<{claim.agent}'s answer model>, {{{claim.path!r}: ({claim.entity!r}, {claim.field!r})}})"
+            )
     candidates = _repeat_candidates(proposals)
     if candidates:
         lines.append("")
@@ -190,6 +211,20 @@ def as_report(proposals: Proposals) -> str:
             lines.append("  nothing to propose: no rows and no arguments another tool served")
         for note in tool.notes:
             lines.append(f"  - {note}")
+        lines.append("")
+    if proposals.claims:
+        lines.append(f"claims, arm {_arms('claims')}:")
+        for claim in proposals.claims:
+            how = (
+                f"its rows name the entity in {claim.entity_field!r}"
+                if claim.entity_field
+                else "a semantic() envelope"
+            )
+            lines.append(
+                f"  agent {claim.agent}: answer field {claim.path!r} states fact {claim.field!r} of "
+                f"{claim.entity!r}, which {claim.tool} settles ({how}); held in {claim.held} of "
+                f"{claim.runs_with_field} run(s) whose answer had the field"
+            )
         lines.append("")
     if proposals.unnamed_tools:
         lines.append(

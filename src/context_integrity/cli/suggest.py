@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     except SourceError as error:
         print(f"context-integrity suggest: {error}", file=sys.stderr)
         return 2
-    proposals = propose(evidence.profile)
+    proposals = propose(evidence.profile, evidence.claims.proposals())
     how = evidence.sentence()
     if args.format == "toml":
         text = as_toml(proposals, how_read=how)

@@ -296,7 +296,9 @@ def judge_run(
     """Judge one run read from a trace, with the registry's checks under ``contracts`` and ``dials``.
     Never raises on what the trace holds."""
     replay = _Replay(run)
-    replay.judge = judge = RunJudge(contracts, dials, clock_ms=replay.clock, registry=registry)
+    replay.judge = judge = RunJudge(
+        contracts, dials, clock_ms=replay.clock, registry=registry, agent=run.agent_name
+    )
     replay.at(run.start_time_unix_nano)
     judge.begin()
     if dials.posture == "dev":
