@@ -27,6 +27,9 @@ from context_integrity.limits import MAX_PROFILE_CHARS, MAX_PROFILED_COLUMNS, MA
 from context_integrity.loop import Message, ModelResponse, RequestFrame, ToolCall
 from context_integrity.recording import read_recording
 from context_integrity.telemetry.schema import names
+from context_integrity.traces.assemble import Assembler
+from context_integrity.traces.model import TracedRun
+from context_integrity.traces.spans import Span
 
 HOSTILE_VALUES: list[object] = [
     HostileRow(),
@@ -257,3 +260,61 @@ def test_no_value_leaves_with_the_profile(tmp_path: Path) -> None:
             timeout=120,
         )
         assert MARKER not in shown.stdout + shown.stderr
+
+
+def _our_spans(number: int, *, summary_first: bool) -> list[Span]:
+    trace = f"{number:032x}"
+    run_span = Span(
+        trace_id=trace,
+        span_id=f"{number:016x}",
+        parent_span_id=None,
+        name=names.run_span_name("triage"),
+        start_time_unix_nano=1,
+        end_time_unix_nano=2,
+        attributes={
+            names.GEN_AI_OPERATION_NAME: names.OPERATION_INVOKE_AGENT,
+            names.GEN_AI_AGENT_NAME: "triage",
+        },
+        scope=names.INSTRUMENTATION_NAME,
+    )
+    profile = Profile(runs=1)
+    profile.tool("list_hosts")
+    summary = Span(
+        trace_id=trace,
+        span_id=f"{number + 1 << 32:016x}",
+        parent_span_id=run_span.span_id,
+        name=names.DISPOSITION_SPAN,
+        start_time_unix_nano=2,
+        end_time_unix_nano=2,
+        attributes={names.PROFILE: profile.encode(MAX_PROFILE_CHARS)},
+        scope=names.INSTRUMENTATION_NAME,
+    )
+    return [summary, run_span] if summary_first else [run_span, summary]
+
+
+def test_a_run_waits_for_its_summary_and_memory_stays_with_the_runs_in_flight() -> None:
+    """Our summary span is written just after our run span ends, so it usually follows the run span:
+    the run waits for it (its profile) and is handed out as soon as it comes; the open traces never
+    pile up, whichever comes first."""
+    for summary_first in (False, True):
+        assembler = Assembler(lambda text: None)
+        runs: list[TracedRun] = []
+        held = 0
+        for number in range(1, 2000):
+            for span in _our_spans(number, summary_first=summary_first):
+                runs.extend(assembler.add(span))
+                held = max(held, len(assembler._traces))
+        runs.extend(assembler.finish())
+        assert len(runs) == 1999 and all(run.profile for run in runs)
+        assert held <= 2
+
+
+def test_a_summary_that_never_comes_leaves_the_run_judged_without_it() -> None:
+    assembler = Assembler(lambda text: None)
+    (run_span, _summary) = _our_spans(1, summary_first=False)
+    assert list(assembler.add(run_span)) == []
+    others = [span for number in range(2, 400) for span in _our_spans(number, summary_first=False)]
+    handed = [run for span in others for run in assembler.add(span)]
+    (alone,) = [run for run in handed if run.span_id == run_span.span_id]
+    assert alone.profile is None  # handed out without its summary, well before the source ended
+    assert handed.index(alone) < len(handed) - 100

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-import context_integrity as ci
 from context_integrity.contracts.file import parse_contracts
 from context_integrity.contracts.tool import ToolContract
 
@@ -136,17 +135,19 @@ def test_retro_in_a_contracts_file_keeps_the_file_valid(recordings: dict[str, Pa
     assert _tools(result.stdout)  # still a contracts file
 
 
-def test_the_python_lines_declare_what_the_file_declares(
-    recordings: dict[str, Path], isolated_contracts: None
-) -> None:
+def test_the_python_lines_declare_what_the_file_declares(recordings: dict[str, Path]) -> None:
+    """Run as written, in a fresh process (the demo declares tools of the same names in this one),
+    the lines declare exactly the tools the contracts file does."""
     python = _suggest(str(recordings["content"]), "--format", "python").stdout
     toml = _suggest(str(recordings["content"])).stdout
-    exec(compile(python, "suggest.py", "exec"), {})
-    from context_integrity.telemetry.setup import CONTRACTS
-
-    for name, tool in _tools(toml).items():
-        assert CONTRACTS.get(name) == tool
-    assert ci is not None
+    dump = (
+        "\nfrom context_integrity.contracts.file import Contracts, dump_contracts\n"
+        "from context_integrity.telemetry.setup import CONTRACTS\n"
+        "print(dump_contracts(Contracts(tools=tuple(CONTRACTS))))\n"
+    )
+    ran = subprocess.run([sys.executable, "-c", python + dump], capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    assert _tools(ran.stdout) == _tools(toml)
 
 
 def test_without_content_or_profile_nothing_is_guessed(tmp_path: Path) -> None:

@@ -86,6 +86,8 @@ class _Trace:
     dropped: int = 0
     unclaimed_names: list[str] = field(default_factory=list)
     unclaimed_scopes: list[str] = field(default_factory=list)
+    # Our own summary span has arrived (it usually follows our run span; it may precede it).
+    summarized: bool = False
 
 
 def _chars(span: Span) -> int:
@@ -136,12 +138,10 @@ class Assembler:
         trace_id = span.trace_id
         while self._awaiting_summary:
             waiting, since = next(iter(self._awaiting_summary.items()))
-            if waiting != trace_id and self.spans - since <= _SUMMARY_GRACE_SPANS:
+            if waiting == trace_id or self.spans - since <= _SUMMARY_GRACE_SPANS:
                 break
-            if waiting == trace_id and span.name != names.DISPOSITION_SPAN:
-                break
-            del self._awaiting_summary[waiting]
-            if waiting != trace_id and waiting in self._traces:
+            del self._awaiting_summary[waiting]  # its summary never came: judged without it
+            if waiting in self._traces:
                 yield from self._settle(waiting)
         trace = self._traces.get(trace_id)
         if trace is None:
@@ -209,11 +209,14 @@ class Assembler:
                     f"than {self._max_chars:,} characters of content; it is judged with what it had"
                 )
                 yield from self._settle(oldest)
-        if span.name == names.DISPOSITION_SPAN and trace_id in self._awaiting_summary:
-            del self._awaiting_summary[trace_id]
-            yield from self._settle(trace_id)
+        if span.name == names.DISPOSITION_SPAN:
+            trace.summarized = True
+            if trace_id in self._awaiting_summary:
+                del self._awaiting_summary[trace_id]
+                yield from self._settle(trace_id)
         elif span.parent_span_id is None:
-            if dialect is not None and dialect.key == OURS and isinstance(reading, AgentReading):
+            ours = dialect is not None and dialect.key == OURS and isinstance(reading, AgentReading)
+            if ours and not trace.summarized:
                 self._awaiting_summary[trace_id] = self.spans
             else:
                 yield from self._settle(trace_id)
