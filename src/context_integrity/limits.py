@@ -12,6 +12,17 @@ from typing import Final
 # never enough to carry a tool's payload into the record.
 MAX_QUOTED_CHARS: Final = 80
 
+# A run's profile (``setup(profile=True)``, what ``suggest`` reads): the tools, the columns and
+# arguments per tool, and the producers per argument it names; past them it counts what it left out.
+# And the characters of its form on the summary span (tools past it are left out whole, and counted).
+MAX_PROFILED_TOOLS: Final = 64
+MAX_PROFILED_COLUMNS: Final = 64
+MAX_PROFILED_ARGUMENTS: Final = 32
+MAX_PROFILE_PRODUCERS: Final = 8
+MAX_PROFILE_CHARS: Final = 16_384
+# ``suggest --retro``: the runs shown whole (those with findings); the rest are counted.
+MAX_RETRO_RUNS_SHOWN: Final = 20
+
 # Problems named one by one in an enforce refusal before "and N more".
 MAX_NAMED_IN_REFUSAL: Final = 5
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from . import demo, judge, report, serve
+from . import demo, judge, report, serve, suggest
 
 # THE list of subcommands, in the order help lists them.
-SUBCOMMANDS = (demo, judge, report, serve)
+SUBCOMMANDS = (demo, judge, report, suggest, serve)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -19,13 +19,13 @@ import json
 import shutil
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final, NoReturn
 
 from ._dials import JUDGED_COLUMN_DIAL, add_dial_arguments, dials_of
+from ._sources import SOURCES_EPILOG, SourceUsage, add_source_arguments, headers_of, open_source_of
 
 if TYPE_CHECKING:
     from ..contracts.file import Contracts
@@ -46,14 +46,9 @@ PROBLEMS_SAID: Final = 3
 # The dial offline judging starts from: nothing is enforced offline, so declared columns are checked.
 OFFLINE_COLUMN_DIAL: Final = JUDGED_COLUMN_DIAL
 
-EPILOG: Final = """\
-sources:
-  recording.jsonl                      our recording, an OTLP/JSON export, or a trace saved from
-                                       Tempo's or Jaeger's /api/traces/<id>
-  tempo+http://tempo:3200              with --trace-id, or --service and a time range
-  jaeger+http://jaeger:16686           with --trace-id, or --service and a time range
-  phoenix+http://phoenix:6006          with --project (default "default"), or --trace-id
-
+EPILOG: Final = (
+    SOURCES_EPILOG
+    + """\
 examples:
   context-integrity judge traces.jsonl --contracts contracts.toml
   context-integrity judge tempo+http://tempo:3200 --trace-id 4bf92f3577b34da6a3ce929d0e0e4736
@@ -62,10 +57,11 @@ examples:
 
 exit status: 0 judged; 1 a --fail-on kind was filed; 2 bad usage or an unreadable source.
 """
+)
 
 
-class _Usage(Exception):
-    """Bad usage, an unreadable contracts file or source: one sentence, exit 2."""
+# Bad usage, an unreadable contracts file or source: one sentence, exit 2.
+_Usage = SourceUsage
 
 
 def _refuse_usage(message: str) -> NoReturn:
@@ -88,28 +84,12 @@ def add_parser(commands: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     judge.error = _refuse_usage
-    judge.add_argument("source", metavar="SOURCE", help="a trace file, or a backend's base URL (see below)")
+    add_source_arguments(judge)
     judge.add_argument(
         "--contracts",
         metavar="FILE",
         help="the contracts file (default: $CONTEXT_INTEGRITY_CONTRACTS, else ./pyproject.toml's "
         "[tool.context-integrity])",
-    )
-    chosen = judge.add_argument_group("which traces (backends)")
-    chosen.add_argument("--trace-id", metavar="ID", help="one trace, by its id (32 hex digits)")
-    chosen.add_argument("--service", help="Tempo and Jaeger: the traces of this service")
-    chosen.add_argument("--project", help="Phoenix: the project (default: 'default')")
-    chosen.add_argument("--start", metavar="WHEN", help="the time range's start (ISO 8601; UTC if no zone)")
-    chosen.add_argument("--end", metavar="WHEN", help="the time range's end (ISO 8601; default now)")
-    chosen.add_argument(
-        "--since", metavar="AGE", help="the time range's start as an age before its end: 30m, 6h, 2d"
-    )
-    chosen.add_argument(
-        "--header",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="an HTTP header for the backend (repeatable), e.g. Authorization='Bearer ...'",
     )
     out = judge.add_argument_group("output")
     out.add_argument(
@@ -158,40 +138,6 @@ def _kinds(text: str, option: str, *, allow_any: bool) -> frozenset[str] | None:
     return frozenset(words)
 
 
-_AGE_UNITS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def _when(text: str | None, option: str) -> datetime | None:
-    if text is None:
-        return None
-    try:
-        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise _Usage(f"{option} {text!r} is not an ISO 8601 time, such as 2026-05-01T09:00:00Z") from None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
-
-
-def _age(text: str) -> timedelta:
-    unit = _AGE_UNITS.get(text.strip()[-1:])
-    try:
-        amount = float(text.strip()[:-1]) if unit is not None else -1.0
-    except ValueError:
-        amount = -1.0
-    if unit is None or amount <= 0:
-        raise _Usage(f"--since {text!r} is not an age such as 30m, 6h or 2d")
-    return timedelta(seconds=amount * unit)
-
-
-def _headers(pairs: Sequence[str]) -> dict[str, str] | None:
-    out: dict[str, str] = {}
-    for pair in pairs:
-        name, equals, value = pair.partition("=")
-        if not equals or not name.strip():
-            raise _Usage(f"--header {pair!r} is not NAME=VALUE")
-        out[name.strip()] = value.strip()
-    return out or None
-
-
 def _contracts(given: str | None) -> tuple[Contracts | None, str]:
     """The contracts file that applies, loaded, and the sentence saying which it is."""
     from ..contracts.file import CONTRACTS_ENV_VAR, ContractsFileError, find_contracts, load_contracts
@@ -221,31 +167,6 @@ def _book(contracts: Contracts | None) -> ContractBook:
     if contracts is not None:
         book.declare_all(contracts.tools, contracts.claims, contracts.toolsets)
     return book
-
-
-def _source(args: argparse.Namespace) -> tuple[SpanSource, TraceRuns]:
-    from ..traces import SourceError, open_source
-    from ..traces.read import TraceRuns
-
-    end = _when(args.end, "--end")
-    start = _when(args.start, "--start")
-    if args.since is not None:
-        if start is not None:
-            raise _Usage("--since and --start both set the time range's start; give one")
-        start = (end or datetime.now(timezone.utc)) - _age(args.since)
-    try:
-        opened = open_source(
-            args.source,
-            trace_id=args.trace_id,
-            service=args.service,
-            start=start,
-            end=end,
-            project=args.project,
-            headers=_headers(args.header),
-        )
-    except SourceError as error:
-        raise _Usage(str(error)) from None
-    return opened, TraceRuns(opened)
 
 
 # ── Progress ────────────────────────────────────────────────────────────
@@ -420,7 +341,7 @@ def _run(args: argparse.Namespace) -> int:
     contracts, said = _contracts(args.contracts)
     sys.stderr.write(f"{COMMAND}: {said}\n")
     book, dials = _book(contracts), dials_of(args)
-    opened, runs = _source(args)
+    opened, runs = open_source_of(args)
     sinks = _sinks(args)
     progress = _Progress.of(opened, sys.stderr)
     judging = _Judging(runs, book, dials, progress, [sink for _, sink in sinks])
@@ -466,7 +387,7 @@ def _sinks(args: argparse.Namespace) -> list[tuple[Any, Any]]:
             failed = f"; {sink.failed} could not be posted" if sink.failed else ""
             return f"posted {sink.posted} findings to Phoenix at {sink.base_url} as span annotations{failed}"
 
-        sinks.append((annotated, PhoenixFindings(args.phoenix, headers=_headers(args.header))))
+        sinks.append((annotated, PhoenixFindings(args.phoenix, headers=headers_of(args.header))))
     return sinks
 
 

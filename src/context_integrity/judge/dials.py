@@ -53,6 +53,10 @@ def _is_bool(value: object) -> bool:
     return isinstance(value, bool)
 
 
+def _bool_or_none(value: object) -> bool:
+    return value is None or isinstance(value, bool)
+
+
 def _callable_or_none(value: object) -> bool:
     return value is None or callable(value)
 
@@ -114,6 +118,21 @@ class Dials:
             )
         },
     )
+    profile: bool | None = field(
+        default=None,
+        metadata={
+            "dial": DialSpec(
+                accepts=_bool_or_none,
+                expected="a boolean, or None (on in dev posture, off otherwise)",
+                meaning=(
+                    "Pass True to write each run's profile (per tool, the kinds of value its columns held "
+                    "and which earlier tool served each argument: names and counts, never a value) on its "
+                    "summary span, for `context-integrity suggest` to propose declarations from."
+                ),
+                annotation="bool | None",
+            )
+        },
+    )
     posture: Posture = field(
         default="observe",
         metadata={
@@ -149,12 +168,17 @@ class Dials:
             return ENFORCE
         return self.posture
 
+    @property
+    def profiling(self) -> bool:
+        """Whether runs gather a profile: as asked, else in dev posture."""
+        return self.profile if self.profile is not None else self.posture == "dev"
+
     def in_force(self) -> dict[str, str]:
         """Each public dial's value as a short string, for the summary span."""
         out: dict[str, str] = {}
         for name, spec in dial_specs().items():
-            value = getattr(self, name)
-            if spec.annotation == "bool" or isinstance(value, str):
+            value = self.profiling if name == "profile" else getattr(self, name)
+            if spec.annotation == "bool" or isinstance(value, (bool, str)):
                 out[name] = str(value).lower() if isinstance(value, bool) else str(value)
             else:
                 out[name] = "off" if value is None else "on"

@@ -63,6 +63,9 @@ class RegisteredCheck:
     rows: tuple[CheckId, ...]
     # What arms it, in the operator's words: the README's ledger table quotes this.
     armed_by: str = "not built yet"
+    # The tool declaration that arms it (a key of a contract and of the contracts file), if one
+    # does: what ``suggest`` proposes to arm it, and what a report names for an unarmed row.
+    declared_by: str | None = None
     armed: Arming = _never
     write: WriteJudge | None = None
     compose: ComposeJudge | None = None
@@ -285,6 +288,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         "dangling reference",
         rows=(CheckId("dangling-reference", "compose"),),
         armed_by="any declared tool with `arguments_from`",
+        declared_by="arguments_from",
         armed=_grounding,
         compose=_dangling_at_compose,
         keeps_grounds=True,
@@ -294,6 +298,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         "unsupported argument",
         rows=(CheckId("unsupported-argument", "choice"),),
         armed_by="any declared tool with `arguments_from`",
+        declared_by="arguments_from",
         armed=_grounding,
         choice=_unsupported_at_choice,
         keeps_grounds=True,
@@ -302,6 +307,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
     RegisteredCheck(
         "unsupported claim",
         armed_by="`declare_claims(OutputModel, {field: (entity, fact)})` and tools returning `semantic(...)`",
+        declared_by="claims",
         rows=(CheckId("unsupported-claim", "claim"),),
         armed=_claims,
         claim=_unsupported_claim_at_claim,
@@ -311,6 +317,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         "empty lookup",
         rows=(CheckId("empty-lookup", "write"),),
         armed_by="`arguments_from` and `setup(notice_empty_lookups=True)`",
+        declared_by="arguments_from",
         armed=_empty_lookups,
         write=_empty_lookup_at_write,
         keeps_grounds=True,
@@ -320,6 +327,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         "column types",
         rows=(CheckId("column-type-mismatch", "write"), CheckId("missing-column", "write")),
         armed_by="`result_columns` and `setup(check_column_types=...)` set to `'warn'` or `'enforce'`",
+        declared_by="result_columns",
         armed=_column_types,
         write=_column_types_at_write,
         canary=column_types_canary,
@@ -336,6 +344,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
     RegisteredCheck(
         "duplicate execution",
         armed_by="a tool declared `once_per_run=True`",
+        declared_by="once_per_run",
         rows=(CheckId("duplicate-execution", "choice"),),
         armed=_once_per_run,
         choice=_duplicate_at_choice,

@@ -35,6 +35,7 @@ from ..limits import MAX_FINDINGS_PER_RUN, MAX_IDENTITIES_PER_RUN, MAX_IDENTITY_
 from ..loop import ModelResponse, RequestFrame
 from .book import ContractBook
 from .dials import Dials
+from .profile import RunProfiler
 from .refusal import unjudged_refusal as unjudged_refusal  # re-exported: tests and integrations read it here
 from .registry import REGISTRY, RegisteredCheck, Registry
 from .state import AnswerSeen, ResponseSeen, RunState, ToolResultSeen, WireSeen
@@ -116,6 +117,8 @@ class RunJudge:
         self.state = RunState.begin(
             contracts, dials, grounding=any(entry.keeps_grounds for entry in armed), agent=agent
         )
+        # The run's profile (names and counts, never values), gathered only when asked for.
+        self.profiler: RunProfiler | None = RunProfiler() if dials.profiling else None
         self.findings: list[Finding] = []
         self.internal_errors: list[InternalError] = []
         self._armed_ids = {id(entry) for entry in armed}
@@ -269,6 +272,12 @@ class RunJudge:
             self._bookkeep("recording a tool result", lambda: self.state.after_tool_result(seen))
         if (seen.contract is not None and seen.contract.once_per_run) or self.contracts.any_claims():
             self._bookkeep("recording an execution", lambda: self.state.after_result(seen))
+        if self.profiler is not None:
+            profiler = self.profiler
+            self._bookkeep(
+                "profiling a tool result",
+                lambda: profiler.on_result(tool_name, seen.reading, seen.result, seen.arguments()),
+            )
         return verdict
 
     def _write_failed(self, tool_name: str, error: Exception, noted: set[int]) -> ToolVerdict:
@@ -350,6 +359,8 @@ class RunJudge:
                     verdict.call_ids.extend(call_of.get(id(f)) for f in fresh)
                     verdict.excusals.extend(encounter.excusals)
                 self._bookkeep("recording a response", self.state.after_response, seen)
+                if self.profiler is not None:
+                    self._bookkeep("profiling a response", self.profiler.on_response, frame, response)
                 return verdict
         except Exception as error:
             self._seam_failed("choice", "reading a response", error, noted)

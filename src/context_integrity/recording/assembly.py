@@ -233,6 +233,7 @@ def _finished(open_run: _OpenRun) -> RunRecord:
         run.posture = fields.posture
         run.work_existed = fields.work_existed
         run.outcome = fields.outcome
+        run.profile = fields.profile
     if len(run.findings) > 1:
         run.findings.sort(key=_finding_time)
     if len(run.tool_calls) > 1:

@@ -108,6 +108,8 @@ class RunRecord:
     posture: str | None = None
     work_existed: bool | None = None
     outcome: str | None = None
+    # The run's profile (names and counts, JSON text) when profiling was on: what ``suggest`` reads.
+    profile: str | None = None
     # A run judged from a trace (``context_integrity.traces``): what reading it had to assume, and
     # each encounter the trace could not feed, with its reason. Empty for a run read from a recording.
     notes: list[str] = field(default_factory=list)

@@ -33,6 +33,7 @@ from ..recording import Recording, read_recording_text
 from ..recording.foreign import as_otlp_lines
 from ..recording.model import FindingRecord, RunRecord, row_untouched
 from ..text import clip, plural
+from .arming import how_to_arm, looks_unarmed
 
 TOOL_NAME: Final = "find_context_errors"
 _PREFIX: Final = f"{TOOL_NAME}:"
@@ -390,6 +391,8 @@ class _Answer:
                 parts.append("0 findings, the checker ran and found nothing")
             if _count(row, "not_applicable"):
                 parts.append(f"not applicable ×{_count(row, 'not_applicable')}")
+                if looks_unarmed(row) and (arm := how_to_arm(row.get("check"), row.get("seam"))) is not None:
+                    parts.append(f"unarmed: {arm}")
             if _count(row, "unreachable"):
                 parts.append(f"⚠ unreachable ×{_count(row, 'unreachable')} (SILENT, not clean)")
             if _count(row, "synthetic"):

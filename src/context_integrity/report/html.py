@@ -17,6 +17,7 @@ from ..ledger import ROW_FIELDS
 from ..recording.model import FindingRecord, Recording, RunRecord, ToolCallRecord, row_untouched
 from ..telemetry.schema import COUNT_FIELDS, LAST_FIRED_FIELD, names
 from ..text import plural
+from .arming import unarmed_hints
 
 _STYLE: Final = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 0; color: #1d232b; background: #f6f7f9; }
@@ -148,9 +149,17 @@ def _ledger(run: RunRecord) -> str:
                 cells.append(f"<td>{_e(value)}{note if field == 'seam' else ''}</td>")
         body.append(f'<tr class="{" ".join(classes)}">{"".join(cells)}</tr>')
     existed = {True: "yes", False: "no", None: "?"}[run.work_existed]
+    arming = "".join(
+        f"<li><b>{_e(check)}</b>: {_e(sentence)}</li>" for check, sentence in unarmed_hints(run.ledger)
+    )
     return (
         f'<p class="muted">posture {_e(run.posture or "?")} · work existed: {existed} · '
         f'outcome {_e(run.outcome or "?")}</p><table class="ledger"><tr>{head}</tr>{"".join(body)}</table>'
+        + (
+            f'<p class="muted">Unarmed checks, and what arms them:</p><ul class="arming">{arming}</ul>'
+            if arming
+            else ""
+        )
     )
 
 

@@ -22,6 +22,7 @@ from ..recording.model import FindingRecord, Recording, RunRecord, ToolCallRecor
 from ..recording.reader import RecordingStream
 from ..telemetry.schema import COUNT_FIELDS, LAST_FIRED_FIELD, ROW_IDENTITY, names
 from ..text import plural
+from .arming import unarmed_hints
 
 _WIDTH: Final = 100
 _ABSENT: Final = "-"
@@ -189,6 +190,8 @@ def _ledger_lines(run: RunRecord, indent: str, never_ran: list[dict[str, object]
     lines.extend(_table(indent, run.ledger))
     if run.totals:
         lines.append(_totals_line(indent, tuple(run.totals.items())))
+    for rows, sentence in unarmed_hints(run.ledger):
+        lines.append(f"{indent}unarmed {rows}: {sentence}")
     check_field, seam_field = ROW_IDENTITY
     for row in never_ran:
         lines.append(

@@ -26,15 +26,18 @@ from typing import Any, Final
 
 from ..limits import MAX_HELD_TRACE_CHARS, MAX_OPEN_TRACES_JUDGED, MAX_SPANS_PER_TRACE
 from ..loop import Message, ModelResponse, RequestFrame
+from ..telemetry.schema import names
 from ..text import clip, plural
 from .detect import detect
 from .dialects import DIALECTS, Dialect
+from .dialects.ours import KEY as OURS
 from .model import SPANS_NOT_READ, AnswerStep, CallIdSource, ModelStep, Step, ToolsetStep, ToolStep, TracedRun
 from .readings import (
     AgentReading,
     AnswerReading,
     Missing,
     ModelCallReading,
+    ProfileReading,
     Reading,
     ToolReading,
     ToolsetChange,
@@ -48,6 +51,10 @@ _SERVICE_NAME: Final = "service.name"
 _REMEMBERED_DONE: Final = 4 * MAX_OPEN_TRACES_JUDGED
 # Span names and scopes quoted when a trace's dialect is unknown.
 _QUOTED: Final = 3
+# How many more spans a trace rooted in our own run span waits for the summary span written right
+# after it (the two can be a batch apart when other threads' spans land between them); past it, the
+# trace is judged without the summary.
+_SUMMARY_GRACE_SPANS: Final = 256
 
 
 @dataclass(slots=True)
@@ -79,6 +86,8 @@ class _Trace:
     dropped: int = 0
     unclaimed_names: list[str] = field(default_factory=list)
     unclaimed_scopes: list[str] = field(default_factory=list)
+    # Our own summary span has arrived (it usually follows our run span; it may precede it).
+    summarized: bool = False
 
 
 def _chars(span: Span) -> int:
@@ -119,6 +128,9 @@ class Assembler:
         self._done: OrderedDict[str, int] = OrderedDict()
         self._held_chars = 0
         self._order = 0
+        # Traces whose root is our own run span, waiting for the summary span we write just after it
+        # ends (it may carry the run's profile): trace id -> the span count when the root arrived.
+        self._awaiting_summary: OrderedDict[str, int] = OrderedDict()
         self.spans = 0
         self.late = 0
         self.runs = 0
@@ -128,6 +140,13 @@ class Assembler:
         """Take one span; the runs its arrival made whole."""
         self.spans += 1
         trace_id = span.trace_id
+        while self._awaiting_summary:
+            waiting, since = next(iter(self._awaiting_summary.items()))
+            if waiting == trace_id or self.spans - since <= _SUMMARY_GRACE_SPANS:
+                break
+            del self._awaiting_summary[waiting]  # its summary never came: judged without it
+            if waiting in self._traces:
+                yield from self._settle(waiting)
         trace = self._traces.get(trace_id)
         if trace is None:
             if trace_id in self._done:
@@ -194,8 +213,17 @@ class Assembler:
                     f"than {self._max_chars:,} characters of content; it is judged with what it had"
                 )
                 yield from self._settle(oldest)
-        if span.parent_span_id is None and self._settle_on_root:
-            yield from self._settle(trace_id)
+        if span.name == names.DISPOSITION_SPAN:
+            trace.summarized = True
+            if trace_id in self._awaiting_summary:
+                del self._awaiting_summary[trace_id]
+                yield from self._settle(trace_id)
+        elif span.parent_span_id is None and self._settle_on_root:
+            ours = dialect is not None and dialect.key == OURS and isinstance(reading, AgentReading)
+            if ours and not trace.summarized:
+                self._awaiting_summary[trace_id] = self.spans
+            else:
+                yield from self._settle(trace_id)
 
     def complete(self, trace_id: str) -> Iterator[TracedRun]:
         """The source says every span of ``trace_id`` has arrived."""
@@ -223,6 +251,7 @@ class Assembler:
 
     # ── settling a trace ────────────────────────────────────────────
     def _settle(self, trace_id: str) -> Iterator[TracedRun]:
+        self._awaiting_summary.pop(trace_id, None)
         trace = self._traces.pop(trace_id)
         self._held_chars -= trace.chars
         self._done[trace_id] = 0
@@ -380,6 +409,7 @@ def _run(trace: _Trace, agent: _Held | None, root: str, members: list[_Held], no
         _place(ordered, ToolsetStep(said_at, change.group, change.tools, change.time_unix_nano))
     for given in answers:
         _place(ordered, AnswerStep(said_at, given.text, given.output, given.time_unix_nano))
+    profile = next((h.reading.text for h in members if isinstance(h.reading, ProfileReading)), None)
     head = agent or (members[0] if members else None)
     dialects = tuple(dict.fromkeys(h.dialect for h in members if h.dialect))
     return TracedRun(
@@ -399,6 +429,7 @@ def _run(trace: _Trace, agent: _Held | None, root: str, members: list[_Held], no
         name=agent.name if agent is not None else "",
         status=agent.status if agent is not None else "unset",
         status_message=agent.status_message if agent is not None else "",
+        profile=profile,
     )
 
 

@@ -116,3 +116,5 @@ class TracedRun:
     name: str = ""
     status: str = "unset"
     status_message: str = ""
+    # The profile an in-process run wrote on its summary span (JSON text), when it did.
+    profile: str | None = None

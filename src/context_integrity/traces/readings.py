@@ -86,4 +86,12 @@ class ToolReading:
     result: object
 
 
-Reading = AgentReading | ModelCallReading | ToolReading | AnswerReading
+@dataclass(frozen=True, slots=True)
+class ProfileReading:
+    """A run's profile as an in-process run wrote it on its summary span (names and counts, no
+    values: :mod:`context_integrity.judge.profile`), for ``suggest`` to read where content is off."""
+
+    text: str
+
+
+Reading = AgentReading | ModelCallReading | ToolReading | AnswerReading | ProfileReading

@@ -28,6 +28,7 @@ from typing import Any, Final
 from ..findings import SEAMS, Finding, Seam
 from ..judge.book import ContractBook
 from ..judge.dials import Dials
+from ..judge.profile import Profile
 from ..judge.registry import REGISTRY, Registry
 from ..judge.seams import RunJudge
 from ..ledger import CheckId, LedgerRow
@@ -93,6 +94,8 @@ class JudgedRun:
     dials: Dials
     work_existed: bool
     internal_errors: tuple[str, ...] = ()
+    # The run's profile as the replay gathered it, when the dials asked for one (``suggest``).
+    profile: Profile | None = None
 
     @property
     def totals(self) -> dict[str, int]:
@@ -335,6 +338,7 @@ def judge_run(
         dials=dials,
         work_existed=judge.work_existed,
         internal_errors=tuple(replay.errors),
+        profile=judge.profiler.profile if judge.profiler is not None else None,
     )
 
 

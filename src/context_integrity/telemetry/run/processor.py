@@ -44,6 +44,7 @@ class RunSummary:
     work_existed: bool
     outcome: str
     dials: Mapping[str, str] = field(default_factory=dict)
+    profile: str | None = None
 
 
 SummarySource = Callable[[], RunSummary]
@@ -118,6 +119,7 @@ class DispositionSpanProcessor(SpanProcessor):
                 work_existed=summary.work_existed,
                 outcome=summary.outcome,
                 dials=summary.dials,
+                profile=summary.profile,
             ),
         )
         span.end(end_time=at)

@@ -12,6 +12,7 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
+from ...limits import MAX_PROFILE_CHARS
 from ..emit import record_internal_error
 from ..schema import names
 from .posture import DEFAULT_DIALS
@@ -39,7 +40,16 @@ def summary_of(judge: RunJudge | None, outcome: str) -> RunSummary:
         work_existed=judge.work_existed if judge is not None else False,
         outcome=outcome,
         dials=(judge.dials if judge is not None else DEFAULT_DIALS).in_force(),
+        profile=profile_of(judge),
     )
+
+
+def profile_of(judge: RunJudge | None) -> str | None:
+    """The run's profile in its summary-span form, or ``None`` when profiling is off."""
+    if judge is None or judge.profiler is None:
+        return None
+    with judge.lock:
+        return judge.profiler.profile.encode(MAX_PROFILE_CHARS) or None
 
 
 def abandon(judge: RunJudge | None, held: HeldSpan | None, inst: Instrumentation | None) -> None:

@@ -166,6 +166,9 @@ POSTURE: Final = f"{_NS}.posture"
 DIAL_PREFIX: Final = f"{_NS}.dial"
 WORK_EXISTED: Final = f"{_NS}.work_existed"
 RUN_OUTCOME: Final = f"{_NS}.run.outcome"
+# The run's profile, when profiling is on: compact JSON of names and counts, never a value
+# (context_integrity.judge.profile owns its form).
+PROFILE: Final = f"{_NS}.profile"
 TOTALS_PREFIX: Final = f"{_NS}.totals"
 ROW_PREFIX: Final = f"{_NS}.row"
 

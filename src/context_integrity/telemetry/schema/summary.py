@@ -46,6 +46,7 @@ def summary_attributes(
     work_existed: bool,
     outcome: str,
     dials: Mapping[str, str] | None = None,
+    profile: str | None = None,
 ) -> Attributes:
     """The summary span's attributes: the ledger once, one scalar per row field, for queries and alerts.
 
@@ -62,6 +63,8 @@ def summary_attributes(
         names.WORK_EXISTED: work_existed,
         names.RUN_OUTCOME: outcome,
     }
+    if profile:
+        out[names.PROFILE] = profile
     for dial, setting in (dials or {}).items():
         out[names.dial_attribute(dial)] = setting
     for key, value in totals.items():
@@ -87,12 +90,14 @@ class SummaryFields:
     work_existed: bool | None
     outcome: str | None
     dials: dict[str, str] = field(default_factory=dict)
+    # The run's profile as written (JSON text), when profiling was on.
+    profile: str | None = None
 
 
 _TOTALS: Final = ("", "")
 _VERDICT: Final = ("", "verdict")
 _DIAL: Final = ("", "dial")
-_VERDICT_KEYS: Final = frozenset({names.POSTURE, names.WORK_EXISTED, names.RUN_OUTCOME})
+_VERDICT_KEYS: Final = frozenset({names.POSTURE, names.WORK_EXISTED, names.RUN_OUTCOME, names.PROFILE})
 # What a summary attribute key is: a row field ((check, seam), field), a total (_TOTALS, field),
 # the verdict (_VERDICT, key), or None for another key. Keys recur from run to run, so each is
 # parsed once (within a bound).
@@ -189,4 +194,5 @@ def decode_summary(attributes: Mapping[str, object], problems: list[str]) -> Sum
         work_existed=work_existed if isinstance(work_existed, bool) else None,
         outcome=optional_str(verdict.get(names.RUN_OUTCOME)),
         dials=dials,
+        profile=optional_str(verdict.get(names.PROFILE)),
     )

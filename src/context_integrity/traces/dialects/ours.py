@@ -26,7 +26,15 @@ from typing import Final
 from ...contracts.results import Absence
 from ...telemetry.schema import names
 from ...telemetry.schema.content import ANSWER_TIME
-from ..readings import AgentReading, AnswerReading, Missing, Reading, ToolReading, ToolsetChange
+from ..readings import (
+    AgentReading,
+    AnswerReading,
+    Missing,
+    ProfileReading,
+    Reading,
+    ToolReading,
+    ToolsetChange,
+)
 from ..spans import Span
 from ..values import structured
 from .genai import messages_from, read_genai
@@ -97,7 +105,9 @@ def _toolsets(span: Span) -> tuple[ToolsetChange, ...]:
 
 def read_ours(span: Span) -> Reading | None:
     if span.name in _NOT_WORK:
-        return None
+        # The old judgment is not evidence; the profile beside it is (names and counts, for suggest).
+        profile = span.attributes.get(names.PROFILE)
+        return ProfileReading(profile) if isinstance(profile, str) and profile else None
     if span.attributes.get(names.GEN_AI_OPERATION_NAME) == names.OPERATION_USER_RUN:
         return None  # the grouping span around a framework's run: the framework's span is the run
     reading = read_genai(span)

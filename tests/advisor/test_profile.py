@@ -1,0 +1,320 @@
+"""A run's profile: the evidence suggest reads, gathered by the judge, carried on the summary span
+without a single value, and read back by the recording reader."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tests.conftest import Telemetry
+from tests.hostile import HostileRow, Unprintable
+
+import context_integrity as ci
+from context_integrity.judge import ContractBook, Dials, RunJudge
+from context_integrity.judge.profile import (
+    PROFILE_VERSION,
+    Profile,
+    ProfileUnreadable,
+    decode_profile,
+    value_kind,
+)
+from context_integrity.limits import MAX_PROFILE_CHARS, MAX_PROFILED_COLUMNS, MAX_PROFILED_TOOLS
+from context_integrity.loop import Message, ModelResponse, RequestFrame, ToolCall
+from context_integrity.recording import read_recording
+from context_integrity.telemetry.schema import names
+from context_integrity.traces.assemble import Assembler
+from context_integrity.traces.model import TracedRun
+from context_integrity.traces.spans import Span
+
+HOSTILE_VALUES: list[object] = [
+    HostileRow(),
+    Unprintable(),
+    [HostileRow()],
+    [{"a": Unprintable()}],
+    float("nan"),
+    "x" * 100_000,
+    "\u2028\x1b]52;c;AAAA\x07",
+    {"deep": [[[[[[[[[["end"]]]]]]]]]]},
+    10**400,
+    b"\xff\xfe",
+    None,
+]
+HOSTS = [{"host": "server-alpha", "lun": 0}, {"host": "server-beta", "lun": ""}, {"host": "server-gamma"}]
+
+
+def _judge(**dials: Any) -> RunJudge:
+    judge = RunJudge(ContractBook(), Dials(**dials))
+    judge.begin()
+    return judge
+
+
+def test_value_kinds_follow_the_column_check() -> None:
+    import datetime as dt
+    import decimal
+
+    assert value_kind(3) == value_kind(2.5) == value_kind(decimal.Decimal("1")) == "number"
+    assert value_kind(True) == "boolean"  # never a number: the trap the column check exists for
+    assert value_kind("1240") == value_kind("") == "string"
+    assert value_kind("2026-12-05") == "date-string"
+    assert value_kind(dt.date(2026, 1, 1)) == "date"
+    assert value_kind(None) == "null"
+    assert value_kind([1]) == value_kind({"a": 1}) == value_kind(b"x") == "other"
+
+
+def test_the_profile_counts_kinds_columns_producers_repeats_and_echoes() -> None:
+    judge = _judge(profile=True)
+    judge.write("list_hosts", "c1", HOSTS, arguments={"query": "servers"})
+    frame = RequestFrame.of([Message("user", "paths for the host named server-gamma")])
+    response = ModelResponse(
+        calls=(
+            ToolCall("host_paths", "c2", {"host": "server-beta"}),
+            ToolCall("host_paths", "c3", {"host": "server-gamma", "id": "x1"}),
+        )
+    )
+    judge.choice(frame, response)
+    judge.write("host_paths", "c2", [{"path": "/a"}], arguments={"host": "server-beta"})
+    judge.write("host_paths", "c3", [{"path": "/b"}], arguments={"host": "server-beta"})
+    judge.write("echo", "c4", {"said": "please find server-delta"}, arguments={"q": "server-delta"})
+    assert judge.profiler is not None and not judge.internal_errors
+    profile = judge.profiler.profile
+
+    hosts = profile.tools["list_hosts"]
+    assert (hosts.calls, hosts.rowset_calls, hosts.rows) == (1, 1, 3)
+    assert hosts.columns["host"] == {"string": 3}
+    assert hosts.columns["lun"] == {"number": 1, "string": 1, "missing": 1}
+    assert hosts.column_calls == {"host": 1, "lun": 1}
+
+    paths = profile.tools["host_paths"]
+    host = paths.arguments["host"]
+    assert host.judged == 2 and host.producers == {"list_hosts": 2}
+    assert host.from_user == 1  # server-gamma was also in the user's message
+    assert paths.arguments["id"].short == 1  # shorter than the grounding checks judge
+    assert paths.repeats == 1 and paths.runs_with_repeats == 1
+    assert profile.tools["echo"].echoing_calls == 1
+
+
+def test_an_echoed_value_is_counted_apart_from_a_served_one() -> None:
+    judge = _judge(profile=True)
+    judge.write("search", "c1", [{"hit": "vm-0042 found"}], arguments={"query": "vm-0042"})
+    judge.choice(None, ModelResponse(calls=(ToolCall("power_off", "c2", {"vm": "vm-0042"}),)))
+    assert judge.profiler is not None
+    vm = judge.profiler.profile.tools["power_off"].arguments["vm"]
+    assert vm.echoed == {"search": 1} and vm.producers == {}
+
+
+def test_profiling_is_off_by_default_and_on_in_dev_posture() -> None:
+    assert _judge().profiler is None
+    assert _judge(posture="dev").profiler is not None
+    assert _judge(posture="dev", profile=False).profiler is None
+    assert Dials(posture="dev").in_force()["profile"] == "true"
+    assert Dials().in_force()["profile"] == "false"
+
+
+def test_a_key_made_of_data_is_counted_never_named() -> None:
+    judge = _judge(profile=True)
+    judge.write("lookup", "c1", [{"alice@example.com": 1, "ok": 2}], arguments={})
+    judge.choice(None, ModelResponse(calls=(ToolCall("lookup", "c2", {"bob@example.com": "something"}),)))
+    assert judge.profiler is not None
+    encoded = judge.profiler.profile.encode(MAX_PROFILE_CHARS)
+    assert "example.com" not in encoded
+    tally = judge.profiler.profile.tools["lookup"]
+    assert tally.unnamed >= 2 and set(tally.columns) == {"ok"}
+
+
+def test_the_profile_is_bounded() -> None:
+    judge = _judge(profile=True)
+    wide = [{f"c{i}": i for i in range(MAX_PROFILED_COLUMNS * 3)}]
+    for tool in range(MAX_PROFILED_TOOLS * 2):
+        judge.write(f"tool_{tool}", f"c{tool}", wide, arguments={})
+    assert judge.profiler is not None
+    profile = judge.profiler.profile
+    assert len(profile.tools) == MAX_PROFILED_TOOLS
+    assert profile.unnamed_tools == MAX_PROFILED_TOOLS
+    assert all(len(t.columns) == MAX_PROFILED_COLUMNS for t in profile.tools.values())
+    text = profile.encode(MAX_PROFILE_CHARS)
+    assert 0 < len(text) <= MAX_PROFILE_CHARS
+    kept = decode_profile(text)
+    # Tools that did not fit were left out whole, and counted.
+    assert len(kept.tools) + kept.unnamed_tools == MAX_PROFILED_TOOLS * 2
+
+
+def test_encode_and_decode_are_partners_and_merging_adds() -> None:
+    judge = _judge(profile=True)
+    judge.write("list_hosts", "c1", HOSTS, arguments={"query": "all"})
+    judge.choice(None, ModelResponse(calls=(ToolCall("host_paths", "c2", {"host": "server-alpha"}),)))
+    assert judge.profiler is not None
+    one = judge.profiler.profile
+    back = decode_profile(one.encode(MAX_PROFILE_CHARS))
+    assert back == one
+    merged = Profile()
+    merged.merge(back)
+    merged.merge(back)
+    assert merged.runs == 2
+    assert merged.tools["list_hosts"].columns["lun"] == {"number": 2, "string": 2, "missing": 2}
+    assert merged.tools["host_paths"].arguments["host"].producers == {"list_hosts": 2}
+
+
+@given(st.one_of(st.text(max_size=50), st.binary(max_size=20).map(repr), st.sampled_from(["{}", '{"v": 1}'])))
+@settings(max_examples=200, deadline=None)
+def test_decoding_garbage_says_why_and_never_raises_otherwise(text: str) -> None:
+    try:
+        profile = decode_profile(text)
+    except ProfileUnreadable:
+        return
+    assert isinstance(profile, Profile)
+
+
+def test_decoding_a_hostile_document_keeps_only_what_it_can_read() -> None:
+    document = {
+        "v": PROFILE_VERSION,
+        "runs": "many",
+        "tools": {
+            "t": {"calls": -3, "columns": {"a": {"number": 2, "bogus": 9}, "b@x": {}}, "arguments": []}
+        },
+    }
+    profile = decode_profile(json.dumps(document))
+    assert profile.runs == 0
+    assert profile.tools["t"].calls == 0
+    assert profile.tools["t"].columns == {"a": {"number": 2}}
+
+
+@given(st.lists(st.sampled_from(HOSTILE_VALUES), min_size=1, max_size=5))
+@settings(max_examples=100, deadline=None)
+def test_hostile_results_and_arguments_never_break_the_profile(values: list[object]) -> None:
+    judge = _judge(profile=True)
+    for index, value in enumerate(values):
+        judge.write("t", f"c{index}", value, arguments={"a": value})
+        judge.write("t", f"r{index}", [{"col": value}], arguments={"a": value})
+        judge.choice(None, ModelResponse(calls=(ToolCall("t", f"d{index}", {"a": value}),)))
+    assert judge.profiler is not None
+    decode_profile(judge.profiler.profile.encode(MAX_PROFILE_CHARS))
+
+
+def test_the_summary_span_carries_the_profile(telemetry: Telemetry) -> None:
+    telemetry.configure(profile=True)
+    with ci.run("triage") as run:
+        run.tool_result("list_hosts", "c1", HOSTS, arguments={"query": "all"})
+    (summary,) = telemetry.summaries()
+    assert summary.attributes is not None
+    assert summary.attributes[names.dial_attribute("profile")] == "true"
+    profile = decode_profile(summary.attributes[names.PROFILE])
+    assert profile.tools["list_hosts"].rows == 3
+
+
+def test_without_profiling_the_summary_span_has_no_profile(telemetry: Telemetry) -> None:
+    telemetry.configure()
+    with ci.run("triage") as run:
+        run.tool_result("list_hosts", "c1", HOSTS)
+    (summary,) = telemetry.summaries()
+    assert summary.attributes is not None and names.PROFILE not in summary.attributes
+
+
+MARKER = "ZZSECRET-7f3a9c"
+
+_AGENT = """
+import context_integrity as ci
+ci.setup(recording_path=RECORDING, profile=True)
+ci.declare_tool("list_hosts", result_columns={"host": "string"})
+with ci.run("triage") as run:
+    frame = ci.RequestFrame(messages=[ci.Message("user", "find MARKER-user please")])
+    with run.request(frame) as call:
+        call.respond(ci.ModelResponse(calls=(ci.ToolCall("list_hosts", "c1", {"query": "MARKER-arg"}),)))
+    run.tool_result("list_hosts", "c1", [{"host": "MARKER-row", "n": 1}, {"host": 7}],
+                    arguments={"query": "MARKER-arg"})
+    with run.request(frame) as call:
+        call.respond(ci.ModelResponse(calls=(ci.ToolCall("host_paths", "c2", {"host": "MARKER-row"}),)))
+    run.tool_result("host_paths", "c2", {"paths": ["MARKER-path"]}, arguments={"host": "MARKER-row"})
+    run.answer("MARKER-answer")
+ci.shutdown()
+"""
+
+
+def test_no_value_leaves_with_the_profile(tmp_path: Path) -> None:
+    """Marker strings in tool results, arguments, user messages and the answer appear in no export,
+    file or report, while the profile names the tools, columns and producers."""
+    recording = tmp_path / "run.jsonl"
+    result = subprocess.run(
+        [sys.executable, "-c", _AGENT.replace("RECORDING", repr(str(recording))).replace("MARKER", MARKER)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert MARKER not in result.stdout + result.stderr
+    written = recording.read_text()
+    assert MARKER not in written
+    (run,) = read_recording(recording).runs
+    assert run.profile is not None
+    profile = decode_profile(run.profile)
+    assert profile.tools["host_paths"].arguments["host"].producers == {"list_hosts": 1}
+    for command in (["report"], ["report", "-v"], ["report", "--find"]):
+        shown = subprocess.run(
+            [sys.executable, "-m", "context_integrity.cli", *command, str(recording)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert MARKER not in shown.stdout + shown.stderr
+
+
+def _our_spans(number: int, *, summary_first: bool) -> list[Span]:
+    trace = f"{number:032x}"
+    run_span = Span(
+        trace_id=trace,
+        span_id=f"{number:016x}",
+        parent_span_id=None,
+        name=names.run_span_name("triage"),
+        start_time_unix_nano=1,
+        end_time_unix_nano=2,
+        attributes={
+            names.GEN_AI_OPERATION_NAME: names.OPERATION_INVOKE_AGENT,
+            names.GEN_AI_AGENT_NAME: "triage",
+        },
+        scope=names.INSTRUMENTATION_NAME,
+    )
+    profile = Profile(runs=1)
+    profile.tool("list_hosts")
+    summary = Span(
+        trace_id=trace,
+        span_id=f"{number + 1 << 32:016x}",
+        parent_span_id=run_span.span_id,
+        name=names.DISPOSITION_SPAN,
+        start_time_unix_nano=2,
+        end_time_unix_nano=2,
+        attributes={names.PROFILE: profile.encode(MAX_PROFILE_CHARS)},
+        scope=names.INSTRUMENTATION_NAME,
+    )
+    return [summary, run_span] if summary_first else [run_span, summary]
+
+
+def test_a_run_waits_for_its_summary_and_memory_stays_with_the_runs_in_flight() -> None:
+    """Our summary span is written just after our run span ends, so it usually follows the run span:
+    the run waits for it (its profile) and is handed out as soon as it comes; the open traces never
+    pile up, whichever comes first."""
+    for summary_first in (False, True):
+        assembler = Assembler(lambda text: None)
+        runs: list[TracedRun] = []
+        held = 0
+        for number in range(1, 2000):
+            for span in _our_spans(number, summary_first=summary_first):
+                runs.extend(assembler.add(span))
+                held = max(held, len(assembler._traces))
+        runs.extend(assembler.finish())
+        assert len(runs) == 1999 and all(run.profile for run in runs)
+        assert held <= 2
+
+
+def test_a_summary_that_never_comes_leaves_the_run_judged_without_it() -> None:
+    assembler = Assembler(lambda text: None)
+    (run_span, _summary) = _our_spans(1, summary_first=False)
+    assert list(assembler.add(run_span)) == []
+    others = [span for number in range(2, 400) for span in _our_spans(number, summary_first=False)]
+    handed = [run for span in others for run in assembler.add(span)]
+    (alone,) = [run for run in handed if run.span_id == run_span.span_id]
+    assert alone.profile is None  # handed out without its summary, well before the source ended
+    assert handed.index(alone) < len(handed) - 100
