@@ -25,6 +25,11 @@ MAX_SCHEMA_DEPTH: Final = 8
 # A witness value or message written to a telemetry attribute.
 MAX_ATTRIBUTE_CHARS: Final = 2048
 
+# The most of one value the application's redaction hook is handed (a string's first characters, a
+# structure's JSON that far). Only the first MAX_ATTRIBUTE_CHARS of what it returns ever leave, so a
+# secret there was whole in what it saw; a hook is not handed a tool's megabytes once per value.
+MAX_REDACTED_CHARS: Final = 65_536
+
 # Findings a run keeps in memory (``Run.findings``); past this they are still
 # emitted on their spans, counted and deduped, just not retained.
 MAX_FINDINGS_PER_RUN: Final = 1000

@@ -1,8 +1,18 @@
-"""Small text helpers shared by every check's messages."""
+"""Small text helpers shared by every check's messages, and the shape of a sentence that quotes.
+
+A finding's sentence is ours, but the values it quotes come from a tool, a model or a user. A check
+writes such a sentence as a :class:`Text`: its words, and each quoted value as a :class:`Quote`
+that holds the value whole. ``str(text)`` is the sentence as a person reads it in process, each
+value clipped as :func:`render_value` clips it; where the finding leaves the process
+(:mod:`context_integrity.redaction`), each quoted value passes the application's redaction hook
+whole, and only then is clipped and set in the sentence. A check never renders a value itself.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from .limits import MAX_QUOTED_CHARS
@@ -55,3 +65,86 @@ def render_value(value: Any, limit: int = MAX_QUOTED_CHARS) -> str:
         return clip(text, limit)
     except Exception:  # a hostile __repr__ must not reach the host
         return f"<unprintable {type(value).__name__}>"
+
+
+@dataclass(frozen=True, slots=True)
+class Quote:
+    """A value a tool, a model or a user handed the run, as a finding quotes it; held whole.
+
+    ``bare`` writes a string as it is (an argument path, a rendered arguments object) where a value
+    is otherwise shown as :func:`render_value` shows it (a string in double quotes). ``limit``
+    clips what is shown (``None``: only the exported attribute's own bound clips it).
+    """
+
+    value: object
+    bare: bool = False
+    limit: int | None = MAX_QUOTED_CHARS
+
+    def shown(self, seen: str | None = None) -> str:
+        """The quote as the sentence shows it: of the value itself, or of ``seen``, the text the
+        redaction hook let through for it."""
+        value = self.value if seen is None else seen
+        if self.bare or (seen is not None and not isinstance(self.value, str)):
+            text = value if isinstance(value, str) else render_value(value, self.limit or MAX_QUOTED_CHARS)
+            return text if self.limit is None else clip(text, self.limit)
+        return render_value(value, self.limit or MAX_QUOTED_CHARS)
+
+
+@dataclass(frozen=True, slots=True)
+class Digest:
+    """A short digest that tells two long values apart where only their clipped start is shown.
+
+    It is a function of the value, so it is written only where no redaction hook is set.
+    """
+
+    value: str
+
+    @classmethod
+    def of(cls, text: str) -> Digest:
+        return cls(hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12])
+
+
+class Text(str):
+    """A sentence of ours with the values it quotes kept apart (:data:`parts`).
+
+    It is the ``str`` a person reads in process (each :class:`Quote` shown clipped), so everything
+    that reads a finding's message as text still does; :mod:`context_integrity.redaction` reads
+    :data:`parts` instead, and hands the application's hook each quoted value whole.
+    """
+
+    parts: tuple[str | Quote | Digest, ...]
+
+    def __new__(cls, *parts: str | Quote | Digest) -> Text:
+        flat: list[str | Quote | Digest] = []
+        for part in parts:
+            if isinstance(part, Text):
+                flat.extend(part.parts)
+            elif isinstance(part, str):
+                if part:
+                    flat.append(str(part))
+            else:
+                flat.append(part)
+        self = super().__new__(cls, "".join(_plain(part) for part in flat))
+        self.parts = tuple(flat)
+        return self
+
+    def __reduce__(self) -> tuple[type[Text], tuple[str | Quote | Digest, ...]]:
+        # A copy or a pickle keeps the quotes apart: rebuilt from its parts, never from its text.
+        return (Text, self.parts)
+
+    @property
+    def quotes(self) -> tuple[Quote, ...]:
+        return tuple(part for part in self.parts if isinstance(part, Quote))
+
+
+def _plain(part: str | Quote | Digest) -> str:
+    if isinstance(part, str):
+        return part
+    if isinstance(part, Quote):
+        return part.shown()
+    return f" #{part.value}"
+
+
+def quoted(value: object, *, bare: bool = False, limit: int | None = MAX_QUOTED_CHARS) -> Text:
+    """One quoted value as a :class:`Text` of its own (a witness value, a predicate, a subject id)."""
+    return Text(Quote(value, bare=bare, limit=limit))

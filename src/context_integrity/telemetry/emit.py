@@ -3,7 +3,9 @@
 Written once for every kind of span (a run, a model call, a tool call; ours or a host's we
 adopted), so the three say the same thing the same way. Everything that leaves here passes
 :func:`clipped`: no string longer than ``limits.MAX_ATTRIBUTE_CHARS`` is ever exported, whatever
-a tool named itself or returned.
+a tool named itself or returned. Before that, every value a tool, a model or a user handed the run
+passes the application's redaction hook whole (:mod:`context_integrity.redaction`): a finding is
+rendered from its quoted values only after the hook has seen them, once per encounter.
 
 Findings go on the span BEFORE it ends: the Python SDK drops events added to an ended span.
 """
@@ -13,8 +15,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import traceback
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
 from opentelemetry.trace import Span, Status, StatusCode
@@ -22,7 +24,8 @@ from opentelemetry.util.types import AttributeValue
 
 from ..findings import ExternalGrounding, Finding, kinds_of
 from ..ledger import CheckId
-from ..limits import MAX_ATTRIBUTE_CHARS, MAX_STACKTRACE_CHARS, MAX_STACKTRACE_FRAMES
+from ..limits import MAX_ATTRIBUTE_CHARS, MAX_REDACTED_CHARS, MAX_STACKTRACE_CHARS, MAX_STACKTRACE_FRAMES
+from ..redaction import REDACTED, Redaction, Redactor, rendered_finding
 from ..text import bounded_json, clip, render_value
 from .instrumentation import instrumentation_version
 from .schema import names
@@ -37,41 +40,11 @@ logger = logging.getLogger("context_integrity")
 # An ERROR status description is read by people in a trace UI, not parsed: a line, not a page.
 _MAX_STATUS_CHARS = 256
 
-# What an exported text becomes when the application's redaction hook raised on it.
-REDACTED: Final = "[redacted]"
 
-Redactor = Callable[[str], str]
-
-
-def redact(text: str, hook: Redactor | None) -> str:
-    """``text`` as the application's hook lets it leave (clipped); all of it redacted if the hook fails."""
-    if hook is None:
-        return clip(text, MAX_ATTRIBUTE_CHARS)
-    try:
-        out = hook(text)
-    except Exception:  # a broken hook must not leak what it was meant to hide
-        return REDACTED
-    return clip(out, MAX_ATTRIBUTE_CHARS) if isinstance(out, str) else REDACTED
-
-
-def _redacted_keys(attributes: Mapping[str, object]) -> list[str]:
-    keys = [names.FINDING_MESSAGE, names.EXTERNAL_GROUND_VALUE]
-    count = attributes.get(names.FINDING_WITNESS_COUNT)
-    for index in range(count if isinstance(count, int) else 0):
-        keys.append(names.witness_attribute(index, "value"))
-        keys.append(names.witness_attribute(index, "provenance"))
-    return keys
-
-
-def redacted(attributes: dict[str, AttributeValue], hook: Redactor | None) -> dict[str, AttributeValue]:
-    """Every witness value, provenance and message through the hook (the rest as it is)."""
-    if hook is None:
-        return attributes
-    for key in _redacted_keys(attributes):
-        value = attributes.get(key)
-        if value is not None:
-            attributes[key] = redact(value if isinstance(value, str) else str(value), hook)
-    return attributes
+def redact(text: str, hook: Redactor | None, limit: int = MAX_ATTRIBUTE_CHARS) -> str:
+    """``text``, which came from a tool, a model or a user, as the hook lets it leave: handed to the
+    hook whole, then clipped to ``limit``; all of it redacted if the hook fails."""
+    return clip(Redaction(hook).whole(text), limit)
 
 
 def _hook() -> Redactor | None:
@@ -89,12 +62,14 @@ def exception_message(error: BaseException) -> str:
         return f"<unprintable {type(error).__name__}>"
 
 
-def _stacktrace(error: BaseException) -> str:
+def _stacktrace(error: BaseException, hook: Redactor | None) -> str:
+    """The exception's innermost frames; its message and the source lines it shows are the world's,
+    so the hook sees the whole text before it is clipped."""
     try:
         lines = traceback.format_exception(
             type(error), error, error.__traceback__, limit=MAX_STACKTRACE_FRAMES
         )
-        return clip("".join(lines), MAX_STACKTRACE_CHARS)
+        return redact("".join(lines), hook, MAX_STACKTRACE_CHARS)
     except Exception:
         return type(error).__qualname__
 
@@ -122,16 +97,33 @@ _MAX_LOGGED_FAILURES = 256
 def record_internal_error(span: Span | None, where: str, error: BaseException) -> None:
     """Log our own failure and put it on the record; the host never sees it."""
     key = (where, type(error).__qualname__)
+    hook = _hook()
+    # The exception's message may quote what a tool handed us: with a redaction hook set, the log
+    # line carries it (and the stack trace) as the hook lets it leave, never the raw exception.
+    said: object = (
+        error if hook is None else f"{type(error).__qualname__}: {redact(exception_message(error), hook)}"
+    )
     if key not in _LOGGED_FAILURES and len(_LOGGED_FAILURES) < _MAX_LOGGED_FAILURES:
         _LOGGED_FAILURES.add(key)
-        logger.error(
-            "context_integrity: %s failed: %r (the agent was not affected; repeats are logged at debug)",
-            where,
-            error,
-            exc_info=error,
-        )
+        if hook is None:
+            logger.error(
+                "context_integrity: %s failed: %r (the agent was not affected; repeats are logged at debug)",
+                where,
+                error,
+                exc_info=error,
+            )
+        else:
+            logger.error(
+                "context_integrity: %s failed: %s (the agent was not affected; repeats are logged at "
+                "debug)\n%s",
+                where,
+                said,
+                _stacktrace(error, hook),
+            )
     else:
-        logger.debug("context_integrity: %s failed again: %r", where, error)
+        logger.debug(
+            "context_integrity: %s failed again: %s", where, said if hook is not None else repr(error)
+        )
     if span is None:
         return
     with contextlib.suppress(Exception):
@@ -163,9 +155,7 @@ def mark_error(span: Span, error: BaseException) -> None:
         {
             names.EXCEPTION_TYPE: kind,
             names.EXCEPTION_MESSAGE: message,
-            names.EXCEPTION_STACKTRACE: _stacktrace(error)
-            if hook is None
-            else redact(_stacktrace(error), hook),
+            names.EXCEPTION_STACKTRACE: _stacktrace(error, hook),
             names.EXCEPTION_ESCAPED: True,
         },
     )
@@ -180,18 +170,20 @@ def mark_refused(span: Span) -> None:
     span.set_attribute(names.RESULT_REFUSED, True)
 
 
-def content(value: object) -> str:
-    """Opt-in content for a ``gen_ai.*`` attribute: bounded JSON, never the whole payload."""
+def content(value: object, hook: Redactor | None) -> str:
+    """Opt-in content for a ``gen_ai.*`` attribute: bounded JSON, never the whole payload, through
+    the redaction hook before it is clipped (the hook is handed up to MAX_REDACTED_CHARS of it)."""
+    limit = MAX_ATTRIBUTE_CHARS if hook is None else MAX_REDACTED_CHARS
     try:
-        text = bounded_json(value, MAX_ATTRIBUTE_CHARS)
+        text = bounded_json(value, limit)
     except Exception:
-        text = render_value(value, MAX_ATTRIBUTE_CHARS)
-    return clip(text, MAX_ATTRIBUTE_CHARS)
+        text = render_value(value, limit)
+    return redact(text, hook)
 
 
-def set_content(span: Span, key: str, value: object, *, owned: bool) -> None:
+def set_content(span: Span, key: str, value: object, *, owned: bool, hook: Redactor | None) -> None:
     """Opt-in content on a span; on a host's span, never over an attribute the host already set."""
-    set_text(span, key, content(value), owned=owned)
+    set_text(span, key, content(value, hook), owned=owned)
 
 
 def set_text(span: Span, key: str, value: str, *, owned: bool) -> None:
@@ -240,21 +232,23 @@ class SpanEmitter:
         """
         if not found:
             return
+        # One look's findings share one redaction: a value they all quote is handed over once.
+        redaction = Redaction(self._redact)
         for index, finding in enumerate(found):
             tool = tool_name if tool_name is not None else subject_tool(finding)
             about = call_ids[index] if index < len(call_ids) else call_id
-            attributes = redacted(
-                clipped(
-                    {**finding_attributes(finding, tool_name=tool, call_id=about), **provenance(finding)}
-                ),
-                self._redact,
+            # Without a hook, a finding's Text already reads as it should; with one, it is rendered
+            # from its quoted values after the hook has seen each whole.
+            shown = finding if redaction.hook is None else rendered_finding(finding, redaction)
+            attributes = clipped(
+                {**finding_attributes(shown, tool_name=tool, call_id=about), **provenance(shown)}
             )
             self.span.add_event(names.FINDING_EVENT, attributes)
             if self.inst is not None:
-                self._count(finding, tool)
+                self._count(shown, tool)
                 if self.inst.event_logger is not None:
                     try:
-                        self._log_records(finding, attributes)
+                        self._log_records(shown, attributes)
                     except Exception as ours:
                         record_internal_error(self.span, "writing a finding's log records", ours)
         self.count += len(found)
@@ -266,20 +260,20 @@ class SpanEmitter:
 
     def excusals(self, excusals: Sequence[ExternalGrounding]) -> None:
         """One event per argument the application's external grounds vouched for."""
+        redaction = Redaction(self._redact)
         for excusal in excusals:
+            # The value and the path (its keys are the model's) are the world's; the source is the
+            # application's own label.
             self.span.add_event(
                 names.EXTERNAL_GROUND_EVENT,
-                redacted(
-                    clipped(
-                        {
-                            names.GEN_AI_TOOL_NAME: excusal.tool_name,
-                            names.GEN_AI_TOOL_CALL_ID: excusal.call_id,
-                            names.EXTERNAL_GROUND_PATH: excusal.path,
-                            names.EXTERNAL_GROUND_VALUE: excusal.value,
-                            names.EXTERNAL_GROUND_SOURCE: excusal.source,
-                        }
-                    ),
-                    self._redact,
+                clipped(
+                    {
+                        names.GEN_AI_TOOL_NAME: excusal.tool_name,
+                        names.GEN_AI_TOOL_CALL_ID: excusal.call_id,
+                        names.EXTERNAL_GROUND_PATH: redaction.whole(excusal.path),
+                        names.EXTERNAL_GROUND_VALUE: redaction.whole(excusal.value),
+                        names.EXTERNAL_GROUND_SOURCE: excusal.source,
+                    }
                 ),
             )
 
@@ -307,8 +301,9 @@ class SpanEmitter:
         severity_text = "INFO" if finding.advisory else "WARN"
         context = trace.set_span_in_context(self.span)
         if inst.log_events:
+            # ``finding`` is already rendered through the hook (:meth:`findings`).
             inst.event_logger.emit(
-                body=redact(finding.message, self._redact),
+                body=clip(finding.message, MAX_ATTRIBUTE_CHARS),
                 attributes=attributes,
                 event_name=names.FINDING_LOG_EVENT_NAME,
                 context=context,
@@ -381,8 +376,8 @@ def evaluation_attributes(finding: Finding, span: Span, *, explanation: str) -> 
     """One finding as the GenAI conventions' ``gen_ai.evaluation.result`` attributes.
 
     A finding is a failed evaluation: label ``fail``, score ``0.0``; an advisory says so in
-    ``context_integrity.finding.advisory``. ``explanation`` is the message as already redacted for
-    the finding event. ``gen_ai.response.id`` is copied from the evaluated span when it carries one,
+    ``context_integrity.finding.advisory``. ``finding`` is rendered through the redaction hook and
+    ``explanation`` is its message as the finding event carries it. ``gen_ai.response.id`` is copied from the evaluated span when it carries one,
     for backends that correlate by response rather than by span.
     """
     attributes: dict[str, Any] = {

@@ -9,7 +9,8 @@ happens on the processor's worker thread. Nothing here raises: a Phoenix that is
 refuses the batch costs a log line, once.
 
 Phoenix upserts an annotation by (name, span, identifier); each finding gets its own identifier
-(from its identity), so two findings of one kind on one span stay two annotations. Posts are
+(from its identity and its place among the span's findings), so two findings of one kind on one
+span stay two annotations, even where a redaction hook made their identities read alike. Posts are
 asynchronous on Phoenix's side: an annotation whose span has not arrived yet is retried there.
 """
 
@@ -42,9 +43,11 @@ MAX_EXPLANATION_CHARS: Final = 2000
 MAX_ANNOTATIONS_PER_POST: Final = 100
 
 
-def annotation_identifier(identity: str) -> str:
-    """A finding's identifier in Phoenix: short, stable, distinct per finding on a span."""
-    return "ci-" + hashlib.sha256(identity.encode("utf-8", "replace")).hexdigest()[:24]
+def annotation_identifier(identity: str, ordinal: int = 0) -> str:
+    """A finding's identifier in Phoenix: short, stable, distinct per finding on a span (``ordinal``
+    is its place among the span's findings: a span's events never change once it ended)."""
+    key = f"{ordinal} {identity}".encode("utf-8", "replace")
+    return "ci-" + hashlib.sha256(key).hexdigest()[:24]
 
 
 def finding_annotations(span: ReadableSpan) -> list[dict[str, Any]]:
@@ -87,7 +90,7 @@ def finding_annotations(span: ReadableSpan) -> list[dict[str, Any]]:
                     ),
                 },
                 "metadata": metadata,
-                "identifier": annotation_identifier(identity),
+                "identifier": annotation_identifier(identity, len(out)),
             }
         )
     return out

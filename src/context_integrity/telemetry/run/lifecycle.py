@@ -153,7 +153,7 @@ class Run:
                 attributes[names.GEN_AI_CONVERSATION_ID] = self.conversation_id
             if inst is not None and inst.capture_content and self.question is not None:
                 attributes[names.GEN_AI_INPUT_MESSAGES] = content(
-                    [{"role": "user", "content": self.question}]
+                    [{"role": "user", "content": self.question}], inst.redact
                 )
             self._held = held = adopt_or_start(
                 AGENT,
@@ -376,6 +376,7 @@ class Run:
                     names.GEN_AI_OUTPUT_MESSAGES,
                     [{"role": "assistant", "content": shown}],
                     owned=held.owned,
+                    hook=self._inst.redact,
                 )
             if self.judge is None:
                 return []
