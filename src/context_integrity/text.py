@@ -10,10 +10,10 @@ whole, and only then is clipped and set in the sentence. A check never renders a
 
 from __future__ import annotations
 
-import hashlib
 import json
+import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from .limits import MAX_QUOTED_CHARS
 
@@ -23,6 +23,37 @@ def clip(text: str, limit: int = MAX_QUOTED_CHARS) -> str:
     if len(text) <= limit:
         return text
     return text[: max(limit - 1, 0)] + "…"
+
+
+# Every character a terminal or a reader would obey or not see: the C0 and C1 controls (ESC, BEL, CR,
+# and the rest), bidi overrides and isolates, zero-width and other format characters (Unicode
+# tag characters among them, which carry hidden text to a model), line and paragraph separators,
+# and lone surrogates (which cannot even be printed). Unicode's categories Cc, Cf, Cs, Zl and Zp;
+# tests/test_text.py holds the class to the running Python's Unicode database.
+_UNSEEN: Final = re.compile(
+    "[\x00-\x1f\x7f-\x9f\xad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e"
+    "\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ud800-\udfff\ufeff\ufff9-\ufffb"
+    "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0001\U000e0020-\U000e007f]"
+)
+
+
+def _escape(match: re.Match[str]) -> str:
+    point = ord(match.group())
+    if point <= 0xFF:
+        return f"\\x{point:02x}"
+    return f"\\u{point:04x}" if point <= 0xFFFF else f"\\U{point:08x}"
+
+
+def visible(text: str) -> str:
+    """``text`` with every control, bidi and invisible format character written as its escape
+    (``\\x1b``, ``\\u202e``), so a recorded string can never move a terminal's cursor, set its title,
+    write its clipboard, reorder what a reader sees or hide text from one. Every renderer of what a
+    recording holds (the text report, the HTML page, ``find_context_errors``) passes its strings here.
+    A line's own newline is a control too: apply it to each line, not to a page."""
+    if _UNSEEN.search(text) is None:
+        return text
+    return _UNSEEN.sub(_escape, text)
 
 
 def plural(count: int, noun: str, plural_form: str | None = None) -> str:
@@ -98,10 +129,6 @@ class Digest:
     """
 
     value: str
-
-    @classmethod
-    def of(cls, text: str) -> Digest:
-        return cls(hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12])
 
 
 class Text(str):

@@ -29,6 +29,7 @@ def run(args: argparse.Namespace) -> int:
     from ..paths import default_recording_path
     from ..recording import RecordingStream
     from ..report import write_report
+    from ..text import visible
 
     path = args.file or str(default_recording_path())
     if args.find or args.kind is not None or args.limit is not None:
@@ -51,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         # the memory of the runs in flight. Witnesses are read only when they are printed.
         stream = RecordingStream(path, details=args.verbose)
     except (FileNotFoundError, IsADirectoryError) as error:
-        print(f"context-integrity report: {error}", file=sys.stderr)
+        print(visible(f"context-integrity report: {error}"), file=sys.stderr)
         return 2
     try:
         write_report(stream, sys.stdout, verbose=args.verbose)

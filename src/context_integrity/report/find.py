@@ -32,7 +32,7 @@ from ..limits import FIND_DEFAULT_LIMIT, FIND_MAX_LEDGERS, FIND_MAX_LIMIT, FIND_
 from ..recording import Recording, read_recording_text
 from ..recording.foreign import as_otlp_lines
 from ..recording.model import FindingRecord, RunRecord, row_untouched
-from ..text import clip, plural
+from ..text import clip, plural, visible
 
 TOOL_NAME: Final = "find_context_errors"
 _PREFIX: Final = f"{TOOL_NAME}:"
@@ -110,33 +110,40 @@ def find_context_errors(
     :data:`~context_integrity.limits.FIND_DEFAULT_LIMIT`, at most
     :data:`~context_integrity.limits.FIND_MAX_LIMIT`) caps how many are listed. Never raises on
     what it reads: an unreadable source is an answer too.
+
+    Every line of the answer passes :func:`~context_integrity.text.visible`: a control character
+    a recorded string holds is written as its escape, never handed to a terminal or a model raw.
     """
-    shown_limit = _clamp(limit)
+    return "\n".join(map(visible, _answer(source, kind, _clamp(limit))))
+
+
+def _answer(source: str | os.PathLike[str] | Recording, kind: str | None, shown_limit: int) -> list[str]:
+    """The answer's lines (a one-sentence answer is one line)."""
     evidence = read_evidence(source)
     if isinstance(evidence, str):
         refusal = _refuse_kind(kind, ())
-        return refusal if refusal is not None else evidence
+        return [refusal if refusal is not None else evidence]
     recording = evidence.recording
     every = _all_findings(recording)
     refusal = _refuse_kind(kind, every)
     if refusal is not None:
-        return refusal
+        return [refusal]
     if recording.spans == 0:
         problems = f" ({recording.problems[0]})" if recording.problems else ""
-        return (
+        return [
             f"{_PREFIX} ⚠ NO FINDING EVIDENCE: {evidence.source} holds no spans{problems}. That is "
             '"no evidence", NOT "no context errors". ' + _how_to_capture()
-        )
+        ]
     ledgers = [run for run in recording.runs if run.ledger is not None]
     if not every and not ledgers:
-        return (
+        return [
             f"{_PREFIX} ⚠ {evidence.source} carries no Context Integrity events: "
             f"{plural(recording.spans, 'span')} read ({evidence.shape}), neither a finding nor a "
             'disposition ledger among them. Read it as "no evidence": the agent was not instrumented '
             "with context-integrity, or its events were dropped on the way (a collector filter, "
             "sampling). " + _how_to_capture()
-        )
-    return _Answer(recording, every, ledgers, kind, shown_limit).text()
+        ]
+    return _Answer(recording, every, ledgers, kind, shown_limit).lines()
 
 
 def _clamp(limit: int | None) -> int:
@@ -205,7 +212,7 @@ class _Answer:
         self.run_of = {id(f): run for run in recording.runs for f in run.findings}
 
     # -- the parts ------------------------------------------------------
-    def text(self) -> str:
+    def lines(self) -> list[str]:
         lines = [f"{_PREFIX} {self.headline()}"]
         shown = (self.defects + self.advisories)[: self.limit]
         for number, finding in enumerate(shown, start=1):
@@ -214,7 +221,7 @@ class _Answer:
         lines.extend(self.checkers())
         lines.append(f"{_BOUND} (no check in this build can file: {', '.join(unfilable_kinds()) or 'none'}).")
         lines.append(self.next_hint(shown))
-        return "\n".join(lines)
+        return lines
 
     def rows(self) -> list[dict[str, object]]:
         return [row for run in self.ledgers for row in (run.ledger or [])]
@@ -453,7 +460,8 @@ def call_tool(source: str | os.PathLike[str] | Recording, arguments: Mapping[str
     given = dict(arguments or {})
     unknown = sorted(set(given) - {"kind", "limit"})
     if unknown:
-        return f"{_PREFIX} unknown argument(s) {', '.join(map(repr, unknown))}; it takes 'kind' and 'limit'."
+        named = ", ".join(repr(clip(str(name), 80)) for name in unknown[:5])
+        return visible(f"{_PREFIX} unknown argument(s) {named}; it takes 'kind' and 'limit'.")
     kind = given.get("kind")
     limit = given.get("limit")
     try:
@@ -463,4 +471,6 @@ def call_tool(source: str | os.PathLike[str] | Recording, arguments: Mapping[str
             limit=limit if isinstance(limit, int) else None,
         )
     except Exception as error:  # a tool answer, never an exception into the agent
-        return f"{_PREFIX} could not read the trace ({type(error).__name__}: {clip(str(error), 200)})."
+        return visible(
+            f"{_PREFIX} could not read the trace ({type(error).__name__}: {clip(str(error), 200)})."
+        )

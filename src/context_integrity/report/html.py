@@ -16,7 +16,7 @@ from typing import Final
 from ..ledger import ROW_FIELDS
 from ..recording.model import FindingRecord, Recording, RunRecord, ToolCallRecord, row_untouched
 from ..telemetry.schema import COUNT_FIELDS, LAST_FIRED_FIELD, names
-from ..text import plural
+from ..text import plural, visible
 
 _STYLE: Final = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 0; color: #1d232b; background: #f6f7f9; }
@@ -51,7 +51,8 @@ tr.fired td.findings { color: #b42318; font-weight: 700; }
 
 
 def _e(value: object) -> str:
-    return escape("" if value is None else str(value), quote=True)
+    # Controls and bidi overrides shown as their escapes: a recorded string cannot reorder the page.
+    return escape(visible("" if value is None else str(value)), quote=True)
 
 
 def _when(nanos: int | None) -> str:

@@ -21,7 +21,7 @@ from ..ledger import ROW_FIELDS
 from ..recording.model import FindingRecord, Recording, RunRecord, ToolCallRecord
 from ..recording.reader import RecordingStream
 from ..telemetry.schema import COUNT_FIELDS, LAST_FIRED_FIELD, ROW_IDENTITY, names
-from ..text import plural
+from ..text import plural, visible
 
 _WIDTH: Final = 100
 _ABSENT: Final = "-"
@@ -94,7 +94,8 @@ def _wrapped(text: str, indent: str) -> tuple[str, ...]:
 
 
 def _wrap(text: str, indent: str) -> tuple[str, ...]:
-    return _wrapped(text, indent)
+    # Shown before it is wrapped: a newline a recorded string holds is written, never obeyed.
+    return _wrapped(visible(text), indent)
 
 
 def _finding_lines(number: int, finding: FindingRecord, indent: str, *, verbose: bool) -> list[str]:
@@ -106,7 +107,7 @@ def _finding_lines(number: int, finding: FindingRecord, indent: str, *, verbose:
     if finding.call_id:
         head += f", call {finding.call_id}"
     body = indent + "   "
-    lines = [head, *_wrapped(finding.message or "(no message recorded)", body)]
+    lines = [head, *_wrap(finding.message or "(no message recorded)", body)]
     if verbose:
         lines.append(f"{body}on span: {finding.span_name} ({finding.span_id})")
         if finding.subjects:
@@ -323,19 +324,23 @@ def write_report(source: Recording | RecordingStream, out: TextIO, *, verbose: b
     else:
         runs, rest = source.runs, source
     if rest.source:
-        out.write(f"recording: {rest.source}\n")
+        out.write(f"recording: {visible(rest.source)}\n")
         if rest.rotated:
             out.write(
-                f"  (it rotated: older records are in {rest.rotated}; "
-                f"read them with `context-integrity report {rest.rotated}`)\n"
+                visible(
+                    f"  (it rotated: older records are in {rest.rotated}; "
+                    f"read them with `context-integrity report {rest.rotated}`)"
+                )
+                + "\n"
             )
         out.write("\n")
     tally = _Tally()
+    # Every line passes visible(): what a recording holds never reaches the terminal as a control.
     for run in runs:
         lines = _run_lines(tally.runs + 1, run, verbose=verbose, tally=tally)
         lines.append("")  # one write per run, ending in its newline
-        out.write("\n".join(lines))
-    out.write("\n".join(_rest_lines(rest, verbose=verbose, tally=tally)))
+        out.write("\n".join(map(visible, lines)))
+    out.write("\n".join(map(visible, _rest_lines(rest, verbose=verbose, tally=tally))))
     out.write("\n")
 
 
