@@ -117,6 +117,17 @@ EXIT_FLUSH_MILLIS: Final = 3000
 # this they are only counted, so a file of garbage cannot fill memory.
 MAX_LISTED_PROBLEMS: Final = 1000
 
+# How deep an attribute value (arrays and key-value lists inside each other) is read: the recorder
+# writes flat values; a deeper one is hostile, and is a problem rather than a recursion.
+MAX_ATTRIBUTE_VALUE_DEPTH: Final = 32
+
+# Runs the HTML report shows in full (the first ones read); the rest are counted in its summary and
+# charts. 10,000 runs made a 73 MB page that took a browser minutes to open. And the findings one
+# run shows in full, and the distinct kinds and tools its charts name (the rest are one "other" bar).
+MAX_HTML_RUNS: Final = 200
+MAX_HTML_FINDINGS_PER_RUN: Final = 100
+MAX_HTML_CHART_BARS: Final = 30
+
 # Traces the streaming reader keeps open while they wait for a run span or a
 # summary. Past this the oldest is reported with what it has: memory follows
 # the runs in flight, never the size of the recording.
@@ -137,6 +148,10 @@ MAX_WARNED_GROUNDS: Final = 256
 MAX_RECORDING_BYTES: Final = 64 * 1024 * 1024
 MIN_RECORDING_BYTES: Final = 64 * 1024
 RECORDING_BACKUPS: Final = 1
+
+# The longest recording line a reader reads: the size a recording rotates at (a writer's line is one
+# batch of spans, far shorter). A longer line is read past in chunks, never held, and counted.
+MAX_RECORDING_LINE_BYTES: Final = MAX_RECORDING_BYTES
 
 # Spans the recording's writer holds while the file takes the previous batch, and how many it writes
 # a line. When the queue is full, the span that ends waits for room at most this long once per

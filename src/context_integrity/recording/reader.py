@@ -5,12 +5,14 @@ Every attribute is decoded by the partner of the function that encoded it
 :mod:`context_integrity.telemetry.schema.names`, so the writer and the reader cannot
 drift apart silently.
 
-The file is read line by line and never held: each line is parsed, what the
+The file is opened and cut into lines by :mod:`.lines` (a regular file only; lines end at ``\n``
+only; a line past the bound is skipped, never held) and never held: each line is parsed, what the
 report needs is taken from it, and the rest is let go. :class:`RecordingStream`
 hands each run out as soon as it is whole, so its memory follows the runs still
 in flight; :func:`read_recording` collects every run (for callers that want the
 whole :class:`Recording`). Nothing is dropped silently: a line or span that
-cannot be read becomes an entry in :attr:`Recording.problems` naming the line.
+cannot be read becomes an entry in :attr:`Recording.problems` naming the line. Nothing a line
+holds makes the reader raise: a piece of the wrong type is a problem, counted like the others.
 """
 
 from __future__ import annotations
@@ -22,18 +24,13 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Final
 
-from ..limits import MAX_LISTED_PROBLEMS, MAX_OPEN_TRACES_READ
-from ..paths import (
-    RECORDING_ENV_VAR,
-    RECORDING_FILE_NAME,
-    STATE_DIR_NAME,
-    XDG_STATE_HOME_VAR,
-    rotated_path,
-)
+from ..limits import MAX_LISTED_PROBLEMS, MAX_OPEN_TRACES_READ, MAX_RECORDING_LINE_BYTES
+from ..paths import rotated_path
 from ..telemetry import schema
 from ..telemetry.schema import names
 from ..text import clip
 from .assembly import Assembler
+from .lines import OverlongLine, open_recording, recording_lines
 from .metrics import FindingCounter
 from .model import Recording, RunRecord
 from .otlp_json import (
@@ -53,6 +50,8 @@ _DROPPED_KEYS: Final = frozenset({names.RECORDING_DROPPED_SPANS, names.RECORDING
 
 
 _RECORD_START: Final = '{"resource'
+# What a problem says of a piece the reader met in a shape no rule of its own names (its last net).
+UNREADABLE: Final = "could not be read"
 _MAX_RESYNC_TRIES: Final = 4
 
 
@@ -67,7 +66,7 @@ def _after_a_torn_record(text: str) -> tuple[object | None, int]:
             break
         try:
             return json.loads(text[start:]), start
-        except (json.JSONDecodeError, RecursionError):
+        except (ValueError, RecursionError):  # not JSON, nested too deeply, a number past 4300 digits
             continue
     return None, 0
 
@@ -86,26 +85,16 @@ def _parsed(text: str) -> object:
         gc.enable()
 
 
-def _terminated(text: str | bytes) -> bool:
+def _terminated(text: str | bytes | OverlongLine) -> bool:
+    if isinstance(text, OverlongLine):
+        return text.terminated
     return text.endswith("\n") if isinstance(text, str) else text.endswith(b"\n")
 
 
 def _open(path: str | os.PathLike[str]) -> tuple[Path, Iterable[bytes]]:
-    location = Path(path)
-    try:
-        return location, location.open("rb")
-    except FileNotFoundError:
-        raise FileNotFoundError(
-            f"No recording at {location}. One is written there when an agent instrumented with "
-            f"ci.setup() runs without an OTLP endpoint configured; run one first, or pass the path "
-            f"of an existing recording (the default path comes from ${RECORDING_ENV_VAR}, else "
-            f"${XDG_STATE_HOME_VAR}/{STATE_DIR_NAME}/{RECORDING_FILE_NAME})."
-        ) from None
-    except IsADirectoryError:
-        raise IsADirectoryError(
-            f"{location} is a directory; pass the recording file inside it "
-            f"(normally named {RECORDING_FILE_NAME})."
-        ) from None
+    """The recording at ``path``, opened (see :func:`.lines.open_recording`: a FIFO, a device, a
+    directory, a symlink loop or a file we may not read raises an :class:`OSError` saying so)."""
+    return Path(path), open_recording(path)
 
 
 class RecordingStream:
@@ -145,9 +134,11 @@ class RecordingStream:
     def __iter__(self) -> Iterator[RunRecord]:
         source = self._source
         if isinstance(source, (str, os.PathLike)):
-            _, handle = _open(source)
-            with handle:  # type: ignore[attr-defined]
-                yield from _Reader(self.rest, details=self._details, hold=self._hold).read(handle)
+            handle = open_recording(source)
+            with handle:
+                yield from _Reader(self.rest, details=self._details, hold=self._hold).read(
+                    recording_lines(handle)
+                )
         else:
             yield from _Reader(self.rest, details=self._details, hold=self._hold).read(source)
 
@@ -189,10 +180,10 @@ class _Reader:
         else:
             recording.unlisted_problems += 1
 
-    def read(self, lines: Iterable[str | bytes]) -> Iterator[RunRecord]:
+    def read(self, lines: Iterable[str | bytes | OverlongLine]) -> Iterator[RunRecord]:
         number = 0
-        text: str | bytes
-        pending: str | bytes | None = None
+        text: str | bytes | OverlongLine
+        pending: str | bytes | OverlongLine | None = None
         saw_terminated_line = False
         # One line of look-ahead: only the last line can be "truncated".
         for number, text in enumerate(lines, start=1):
@@ -204,7 +195,18 @@ class _Reader:
             yield from self._line(number, pending, last=True, earlier=saw_terminated_line)
         yield from self._finish(number)
 
-    def _line(self, number: int, raw: str | bytes, *, last: bool, earlier: bool) -> Iterator[RunRecord]:
+    def _line(
+        self, number: int, raw: str | bytes | OverlongLine, *, last: bool, earlier: bool
+    ) -> Iterator[RunRecord]:
+        if isinstance(raw, OverlongLine):
+            self._data_lines += 1
+            self.problem(
+                number,
+                f"{raw.size} bytes long, past the {MAX_RECORDING_LINE_BYTES} a recording line is read "
+                "at (limits.MAX_RECORDING_LINE_BYTES): skipped without being read"
+                + ("" if raw.terminated else "; the file ends part-way through it"),
+            )
+            return
         if not raw or raw.isspace():  # never strip(): that copies a line of megabytes
             return
         self._data_lines += 1
@@ -240,6 +242,9 @@ class _Reader:
         except RecursionError:
             self.problem(number, "not readable JSON (nested too deeply)")
             return
+        except ValueError as error:  # a number of more than 4300 digits, which Python will not parse
+            self.problem(number, f"not readable JSON ({clip(str(error), 120)})")
+            return
         yield from self._document(number, document)
 
     def _document(self, number: int, document: object) -> Iterator[RunRecord]:
@@ -267,6 +272,10 @@ class _Reader:
                 self.problem(number, f"{key}: {error}")
             except RecursionError:
                 self.problem(number, f"{key}: nested too deeply to read")
+            except Exception as error:  # the last net: a line of garbage is a problem, never a crash
+                self.problem(
+                    number, f"{key}: {UNREADABLE} ({type(error).__name__}); the rest of the line was skipped"
+                )
 
     def _spans(self, number: int, resource_spans: object) -> Iterator[RunRecord]:
         def problem(text: str) -> None:
@@ -289,10 +298,15 @@ class _Reader:
                             problem,
                             details=details,
                         )
-                    except Malformed as error:
+                    except (Malformed, RecursionError, ValueError, TypeError, OverflowError) as error:
                         name = span.get("name") if type(span) is dict else None
                         label = f"span {clip(name, 60)!r}" if isinstance(name, str) else "a span"
-                        self.problem(number, f"{label} skipped: {error}")
+                        said = (
+                            error
+                            if isinstance(error, Malformed)
+                            else f"{UNREADABLE} ({type(error).__name__})"
+                        )
+                        self.problem(number, f"{label} skipped: {said}")
                         continue
                     if not assembler.add(number, read):
                         name = span.get("name") if type(span) is dict else None
