@@ -109,8 +109,9 @@ FIND_MAX_LEDGERS: Final = 3
 MAX_STACKTRACE_FRAMES: Final = 32
 MAX_STACKTRACE_CHARS: Final = 8192
 
-# How long process exit (and ci.shutdown()) waits for the exporters to take what is buffered. A
-# collector that is down must not hold the process for the SDK's tens of seconds of retries.
+# How long process exit (and ci.shutdown()) waits for the exporters to take what is buffered, and
+# how long a processor we add to the application's own provider may hold its flush or its shutdown. A
+# collector (or a Phoenix) that is down must not hold the process for the SDK's tens of seconds.
 EXIT_FLUSH_MILLIS: Final = 3000
 
 # Problems a recording read keeps word for word (a report lists them); past
