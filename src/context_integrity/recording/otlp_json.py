@@ -226,7 +226,7 @@ def attributes(
                 if len(out) == wanted:
                     break  # all that was asked for is read; the rest is not looked at
             return out
-        except (KeyError, TypeError, AttributeError, ValueError, Malformed):
+        except (KeyError, TypeError, AttributeError, ValueError, OverflowError, Malformed):
             out = {}
     return _careful_attributes(node, skipped, keep)
 

@@ -197,15 +197,18 @@ def read_span(number: int, span: dict[str, object], problem: Problem, *, details
         status_code, status_message = 0, ""
     status_name = STATUS_NAMES.get(status_code) or f"code {status_code}"
 
-    def timing(text: str) -> None:
-        problem(f"span {clip(name, 60)!r} ({span_id}): {text}")
-
-    start = unix_time(get("startTimeUnixNano"), "startTimeUnixNano", timing)
-    end = (
-        None  # the plain report never shows when a call ended
-        if not is_run and not details
-        else unix_time(get("endTimeUnixNano"), "endTimeUnixNano", timing)
-    )
+    value = get("startTimeUnixNano")
+    if type(value) is str and len(value) < _FAST_TIME_DIGITS and value.isdecimal():
+        start: int | None = int(value)  # the shape every writer uses
+    else:
+        start = _time(value, "startTimeUnixNano", f"span {clip(name, 60)!r} ({span_id})", problem)
+    value = get("endTimeUnixNano")
+    if not is_run and not details:
+        end = None  # the plain report never shows when a call ended
+    elif type(value) is str and len(value) < _FAST_TIME_DIGITS and value.isdecimal():
+        end = int(value)
+    else:
+        end = _time(value, "endTimeUnixNano", f"span {clip(name, 60)!r} ({span_id})", problem)
     if is_run:
         agent = schema.span_agent_name(attrs)
         if agent is None:
@@ -284,11 +287,11 @@ def _events(
         if name == names.EXTERNAL_GROUND_EVENT:
             grounds.append(schema.decode_external_ground(attrs))
             continue
-        at = unix_time(
-            event.get("timeUnixNano"),
-            "timeUnixNano",
-            lambda text: problem(f"a finding on span {clip(span_name, 60)!r}: {text}"),
-        )
+        time = event.get("timeUnixNano")
+        if type(time) is str and len(time) < _FAST_TIME_DIGITS and time.isdecimal():
+            at: int | None = int(time)
+        else:
+            at = _time(time, "timeUnixNano", f"a finding on span {clip(span_name, 60)!r}", problem)
         problems: list[str] = []
         record = schema.decode_finding(
             attrs,
@@ -309,6 +312,15 @@ def _events(
         if record.call_id is None:
             record.call_id = schema.span_tool_call_id(span_attributes)
         findings.append(record)
+
+
+# A decimal time shorter than this is in range as written (2**64 has 20 digits): read without a look.
+_FAST_TIME_DIGITS: Final = 20
+
+
+def _time(value: object, what: str, where: str, problem: Problem) -> int | None:
+    """A time in any other shape than the usual: clamped, or ``None``, and said naming ``where``."""
+    return unix_time(value, what, lambda text: problem(f"{where}: {text}"))
 
 
 def _clamp_last_fired(fields: schema.SummaryFields, span_id: str, problem: Problem) -> None:

@@ -33,7 +33,7 @@ from ..limits import FIND_DEFAULT_LIMIT, FIND_MAX_LEDGERS, FIND_MAX_LIMIT, FIND_
 from ..recording import Recording
 from ..recording.foreign import read_trace
 from ..recording.model import FindingRecord, RunRecord, ToolCallRecord, row_untouched
-from ..text import clip, plural, visible
+from ..text import clip, plural, visible, visible_lines
 
 TOOL_NAME: Final = "find_context_errors"
 _PREFIX: Final = f"{TOOL_NAME}:"
@@ -137,7 +137,7 @@ def find_context_errors(
     Every line of the answer passes :func:`~context_integrity.text.visible`: a control character
     a recorded string holds is written as its escape, never handed to a terminal or a model raw.
     """
-    return "\n".join(map(visible, _answer(source, kind, _clamp(limit))))
+    return "\n".join(visible_lines(_answer(source, kind, _clamp(limit))))
 
 
 def _answer(source: str | os.PathLike[str] | Recording, kind: str | None, shown_limit: int) -> list[str]:

@@ -21,7 +21,7 @@ from ..ledger import ROW_FIELDS
 from ..recording.model import FindingRecord, Recording, RunRecord, ToolCallRecord
 from ..recording.reader import RecordingStream
 from ..telemetry.schema import COUNT_FIELDS, LAST_FIRED_FIELD, ROW_IDENTITY, names
-from ..text import plural, visible
+from ..text import plural, visible, visible_lines
 
 _WIDTH: Final = 100
 _ABSENT: Final = "-"
@@ -68,7 +68,11 @@ _MAX_WRAPPED: Final = 1024  # distinct texts whose wrapping is remembered: messa
 
 @functools.lru_cache(maxsize=_MAX_WRAPPED)
 def _wrapped(text: str, indent: str) -> tuple[str, ...]:
-    """``text`` wrapped to the report width: greedy, words kept whole unless longer than a line."""
+    """``text`` wrapped to the report width: greedy, words kept whole unless longer than a line.
+
+    Shown before it is wrapped (:func:`~context_integrity.text.visible`): a newline or another
+    control a recorded string holds is written, never obeyed."""
+    text = visible(text)
     limit = max(_WIDTH - len(indent), 1)
     bare = indent.rstrip()
     lines: list[str] = []
@@ -97,8 +101,7 @@ def _wrapped(text: str, indent: str) -> tuple[str, ...]:
 
 
 def _wrap(text: str, indent: str) -> tuple[str, ...]:
-    # Shown before it is wrapped: a newline a recorded string holds is written, never obeyed.
-    return _wrapped(visible(text), indent)
+    return _wrapped(text, indent)
 
 
 def _finding_lines(number: int, finding: FindingRecord, indent: str, *, verbose: bool) -> list[str]:
@@ -342,8 +345,8 @@ def write_report(source: Recording | RecordingStream, out: TextIO, *, verbose: b
     for run in runs:
         lines = _run_lines(tally.runs + 1, run, verbose=verbose, tally=tally)
         lines.append("")  # one write per run, ending in its newline
-        out.write("\n".join(map(visible, lines)))
-    out.write("\n".join(map(visible, _rest_lines(rest, verbose=verbose, tally=tally))))
+        out.write("\n".join(visible_lines(lines)))
+    out.write("\n".join(visible_lines(_rest_lines(rest, verbose=verbose, tally=tally))))
     out.write("\n")
 
 
