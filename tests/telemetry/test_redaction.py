@@ -226,3 +226,23 @@ def test_our_own_failure_is_logged_as_the_hook_lets_it_leave(
     logged = [record.getMessage() + (record.exc_text or "") for record in caplog.records]
     assert len(logged) == 2 and all("[key]" in text for text in logged)
     assert not [text for text in logged if "A1b2C3d4" in text]
+
+
+def test_what_a_span_holds_is_plain_text_never_a_quoted_value(telemetry: Telemetry) -> None:
+    # A Text on a span would hold its quoted values (a tool's whole result) until the span is exported.
+    telemetry.configure(check_column_types="warn", notice_empty_lookups=True)
+    ci.declare_tool("producer")
+    ci.declare_tool("lookup", result_columns={"lun": "number"}, arguments_from=["producer"])
+    with ci.run("q") as agent_run:
+        agent_run.tool_result("producer", "p1", [{"id": "value-served-1"}])
+        agent_run.tool_result("lookup", "c1", [], arguments={"id": "value-served-1"})
+        agent_run.tool_result("lookup", "c2", [{"lun": "not a number"}])
+    held = [
+        value
+        for span in telemetry.finished()
+        for event in span.events
+        for value in (event.attributes or {}).values()
+        if isinstance(value, str)
+    ]
+    assert held and all(type(value) is str for value in held)
+    assert all(type(finding.message) is str for finding in agent_run.findings)

@@ -137,7 +137,15 @@ def find_context_errors(
     Every line of the answer passes :func:`~context_integrity.text.visible`: a control character
     a recorded string holds is written as its escape, never handed to a terminal or a model raw.
     """
-    return "\n".join(visible_lines(_answer(source, kind, _clamp(limit))))
+    try:
+        lines = _answer(source, kind, _clamp(limit))
+    except Exception as error:  # the last net: an answer, never an exception (the fuzz keeps it unused)
+        lines = [_could_not_read(error)]
+    return "\n".join(visible_lines(lines))
+
+
+def _could_not_read(error: Exception) -> str:
+    return f"{_PREFIX} could not read the trace ({type(error).__name__}: {clip(str(error), 200)})."
 
 
 def _answer(source: str | os.PathLike[str] | Recording, kind: str | None, shown_limit: int) -> list[str]:
@@ -554,6 +562,4 @@ def call_tool(source: str | os.PathLike[str] | Recording, arguments: Mapping[str
             limit=limit if isinstance(limit, int) else None,
         )
     except Exception as error:  # a tool answer, never an exception into the agent
-        return visible(
-            f"{_PREFIX} could not read the trace ({type(error).__name__}: {clip(str(error), 200)})."
-        )
+        return visible(_could_not_read(error))

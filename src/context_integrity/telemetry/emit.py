@@ -237,9 +237,9 @@ class SpanEmitter:
         for index, finding in enumerate(found):
             tool = tool_name if tool_name is not None else subject_tool(finding)
             about = call_ids[index] if index < len(call_ids) else call_id
-            # Without a hook, a finding's Text already reads as it should; with one, it is rendered
-            # from its quoted values after the hook has seen each whole.
-            shown = finding if redaction.hook is None else rendered_finding(finding, redaction)
+            # Rendered from its quoted values after the hook has seen each whole; plain strings only,
+            # so a queued span never holds a quoted value (a tool's whole result) alive.
+            shown = rendered_finding(finding, redaction)
             attributes = clipped(
                 {**finding_attributes(shown, tool_name=tool, call_id=about), **provenance(shown)}
             )
