@@ -198,3 +198,40 @@ def recording(texts: Mapping[str, object] | None = None, **overrides: object) ->
 def line(doc: object) -> str:
     """One recording line, as the recorder writes it (non-ASCII raw)."""
     return json.dumps(doc, ensure_ascii=False) + "\n"
+
+
+def jaeger(
+    *,
+    process_tags: object = None,
+    start: object = 1_717_000_000_000_000,
+    references: object = None,
+    logs: object = None,
+) -> dict[str, Any]:
+    """Jaeger's ``GET /api/traces/{id}``: one tool span with a finding log, under process ``p1``;
+    any piece can be given in the wrong shape."""
+    finding_log = {
+        "timestamp": 1_717_000_000_000_100,
+        "fields": [
+            {"key": "event", "value": names.FINDING_EVENT},
+            {"key": names.FINDING_KIND, "type": "string", "value": "empty-lookup"},
+        ],
+    }
+    span = {
+        "traceID": TRACE_ID,
+        "spanID": TOOL_ID,
+        "operationName": names.tool_span_name("lookup"),
+        "references": [{"refType": "CHILD_OF", "spanID": RUN_ID}] if references is None else references,
+        "startTime": start,
+        "duration": 1000,
+        "tags": [
+            {"key": names.GEN_AI_OPERATION_NAME, "type": "string", "value": names.OPERATION_EXECUTE_TOOL}
+        ],
+        "logs": [finding_log] if logs is None else logs,
+        "processID": "p1",
+    }
+    tags = [{"key": "k", "type": "string", "value": "v"}] if process_tags is None else process_tags
+    return {
+        "data": [
+            {"traceID": TRACE_ID, "spans": [span], "processes": {"p1": {"serviceName": "svc", "tags": tags}}}
+        ]
+    }

@@ -64,6 +64,11 @@ POSITIONS = (
     "exception",
 )
 SECRETS: dict[str, str] = {position: _secret(position) for position in POSITIONS}
+# What the library never exports (the request's messages and instructions, the model's own text), and
+# what it exports only as opt-in content (the question and the answer's text): every other secret is
+# quoted somewhere, and so handed to the hook.
+NEVER_EXPORTED = frozenset({"user_message", "system", "model_text"})
+CONTENT_ONLY = frozenset({"question", "answer_text"})
 assert all(PATTERN.fullmatch(secret) for secret in SECRETS.values())
 # Past the 80 characters a quoted value is clipped to: a hook handed the clipped quote sees half a secret.
 PAD = "p" * 60

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.otlp_documents import RUN_ID, TOOL_ID, TRACE_ID, document, line, recording, span
+from tests.otlp_documents import RUN_ID, TOOL_ID, document, jaeger, line, recording, span
 
 from context_integrity.limits import MAX_RECORDING_LINE_BYTES
 from context_integrity.report.find import find_context_errors, read_evidence
@@ -120,34 +120,6 @@ def _summary_row(doc: dict[str, Any], field: str) -> dict[str, Any]:
 
 def _set(target: dict[str, Any], key: str, value: object) -> None:
     target[key] = value
-
-
-def _jaeger(
-    tags: object = None, start: object = 1_717_000_000_000_000, refs: object = (), logs: object = ()
-) -> dict[str, Any]:
-    return {
-        "data": [
-            {
-                "traceID": TRACE_ID,
-                "spans": [
-                    {
-                        "traceID": TRACE_ID,
-                        "spanID": TOOL_ID,
-                        "operationName": names.tool_span_name("lookup"),
-                        "references": list(refs) if isinstance(refs, tuple) else refs,
-                        "startTime": start,
-                        "duration": 1000,
-                        "tags": [
-                            {"key": names.GEN_AI_OPERATION_NAME, "type": "string", "value": "execute_tool"}
-                        ],
-                        "logs": list(logs) if isinstance(logs, tuple) else logs,
-                        "processID": "p1",
-                    }
-                ],
-                "processes": {"p1": {"serviceName": "svc", "tags": [1, 2] if tags is None else tags}},
-            }
-        ]
-    }
 
 
 def _fifo(tmp_path: Path) -> Path:
@@ -246,12 +218,12 @@ HOSTILE: dict[str, Callable[[Path], Path]] = {
         .encode(),
     ),
     "a 5,000-digit number": _raw("digits.jsonl", b'{"resourceSpans": [], "n": ' + b"7" * 5000 + b"}\n"),
-    "Jaeger processes.*.tags = [1, 2]": lambda p: _write(p / "jaeger.json", _jaeger()),
+    "Jaeger processes.*.tags = [1, 2]": lambda p: _write(p / "jaeger.json", jaeger(process_tags=[1, 2])),
     "Jaeger times, references and logs of the wrong type": lambda p: _write(
-        p / "jaeger2.json", _jaeger(tags=[{"key": "k", "value": "v"}], start="abc", refs=7, logs="x")
+        p / "jaeger2.json", jaeger(start="abc", references=7, logs="x")
     ),
     "Jaeger, printed over many lines": lambda p: _raw(
-        "pretty.json", json.dumps(_jaeger(), indent=2).encode()
+        "pretty.json", json.dumps(jaeger(process_tags=[1, 2]), indent=2).encode()
     )(p),
     "Tempo batches of the wrong shape": lambda p: _write(
         p / "tempo.json", {"batches": [{"scopeSpans": 5}, 3]}

@@ -21,7 +21,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.otlp_documents import TOOL_ID, TRACE_ID, recording
+from tests.otlp_documents import TRACE_ID, jaeger, recording
 
 from context_integrity.recording import RecordingStream
 from context_integrity.recording.reader import UNREADABLE
@@ -59,42 +59,6 @@ def _logs() -> dict[str, Any]:
     return {"resourceLogs": [{"scopeLogs": [{"logRecords": [record]}]}]}
 
 
-def _jaeger() -> dict[str, Any]:
-    return {
-        "data": [
-            {
-                "traceID": TRACE_ID,
-                "spans": [
-                    {
-                        "traceID": TRACE_ID,
-                        "spanID": TOOL_ID,
-                        "operationName": names.tool_span_name("lookup"),
-                        "references": [{"refType": "CHILD_OF", "spanID": "1"}],
-                        "startTime": 1_717_000_000_000_000,
-                        "duration": 1000,
-                        "tags": [
-                            {"key": names.GEN_AI_OPERATION_NAME, "type": "string", "value": "execute_tool"}
-                        ],
-                        "logs": [
-                            {
-                                "timestamp": 1_717_000_000_000_100,
-                                "fields": [
-                                    {"key": "event", "value": names.FINDING_EVENT},
-                                    {"key": names.FINDING_KIND, "type": "string", "value": "empty-lookup"},
-                                ],
-                            }
-                        ],
-                        "processID": "p1",
-                    }
-                ],
-                "processes": {
-                    "p1": {"serviceName": "svc", "tags": [{"key": "k", "type": "string", "value": "v"}]}
-                },
-            }
-        ]
-    }
-
-
 def _tempo() -> dict[str, Any]:
     batch = recording()["resourceSpans"][0]
     return {"batches": [batch]}
@@ -104,7 +68,7 @@ BASES: dict[str, dict[str, Any]] = {
     "spans": recording(),
     "metrics": _metrics(),
     "logs": _logs(),
-    "jaeger": _jaeger(),
+    "jaeger": jaeger(),
     "tempo": _tempo(),
 }
 
