@@ -44,6 +44,12 @@ MAX_CONTENT_CHARS: Final = 65_536
 # run of endless turns must not grow its span's attribute, or our memory of it, without end.
 MAX_RECORDED_ANSWERS: Final = 16
 
+# The most of one value the application's redaction hook is handed (a string's first characters, a
+# structure's JSON that far). Only the first MAX_ATTRIBUTE_CHARS of what it returns ever leave, so a
+# secret there was whole in what it saw; a hook is not handed a tool's megabytes once per value.
+# Opt-in content, which leaves up to MAX_CONTENT_CHARS, hands the hook this much beyond that.
+MAX_REDACTED_CHARS: Final = 65_536
+
 # Findings a run keeps in memory (``Run.findings``); past this they are still
 # emitted on their spans, counted and deduped, just not retained.
 MAX_FINDINGS_PER_RUN: Final = 1000
@@ -123,8 +129,9 @@ FIND_MAX_LEDGERS: Final = 3
 MAX_STACKTRACE_FRAMES: Final = 32
 MAX_STACKTRACE_CHARS: Final = 8192
 
-# How long process exit (and ci.shutdown()) waits for the exporters to take what is buffered. A
-# collector that is down must not hold the process for the SDK's tens of seconds of retries.
+# How long process exit (and ci.shutdown()) waits for the exporters to take what is buffered, and
+# how long a processor we add to the application's own provider may hold its flush or its shutdown. A
+# collector (or a Phoenix) that is down must not hold the process for the SDK's tens of seconds.
 EXIT_FLUSH_MILLIS: Final = 3000
 
 # The largest contracts file read: one is written by hand or by ``suggest``, and a path that names
@@ -138,6 +145,17 @@ MAX_FAILED_ANNOTATION_POSTS: Final = 3
 # Problems a recording read keeps word for word (a report lists them); past
 # this they are only counted, so a file of garbage cannot fill memory.
 MAX_LISTED_PROBLEMS: Final = 1000
+
+# How deep an attribute value (arrays and key-value lists inside each other) is read: the recorder
+# writes flat values; a deeper one is hostile, and is a problem rather than a recursion.
+MAX_ATTRIBUTE_VALUE_DEPTH: Final = 32
+
+# Runs the HTML report shows in full (the first ones read); the rest are counted in its summary and
+# charts. 10,000 runs made a 73 MB page that took a browser minutes to open. And the findings one
+# run shows in full, and the distinct kinds and tools its charts name (the rest are one "other" bar).
+MAX_HTML_RUNS: Final = 200
+MAX_HTML_FINDINGS_PER_RUN: Final = 100
+MAX_HTML_CHART_BARS: Final = 30
 
 # Traces the streaming reader keeps open while they wait for a run span or a
 # summary. Past this the oldest is reported with what it has: memory follows
@@ -159,6 +177,10 @@ MAX_WARNED_GROUNDS: Final = 256
 MAX_RECORDING_BYTES: Final = 64 * 1024 * 1024
 MIN_RECORDING_BYTES: Final = 64 * 1024
 RECORDING_BACKUPS: Final = 1
+
+# The longest recording line a reader reads: the size a recording rotates at (a writer's line is one
+# batch of spans, far shorter). A longer line is read past in chunks, never held, and counted.
+MAX_RECORDING_LINE_BYTES: Final = MAX_RECORDING_BYTES
 
 # Spans the recording's writer holds while the file takes the previous batch, and how many it writes
 # a line. When the queue is full, the span that ends waits for room at most this long once per

@@ -12,15 +12,12 @@ The laws under test (the real Phoenix round trip is in tests/live/test_phoenix.p
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace.export import SpanExportResult
 from tests.conftest import Telemetry
+from tests.fake_phoenix import FakePhoenix, serve
 
 import context_integrity as ci
 from context_integrity.telemetry.export.phoenix import (
@@ -32,51 +29,14 @@ from context_integrity.telemetry.schema import names
 from context_integrity.telemetry.setup import VERSION
 
 
-class _Phoenix(ThreadingHTTPServer):
-    def __init__(self, status: int) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.status = status
-        self.posts: list[tuple[str, list[dict[str, Any]]]] = []
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _Phoenix
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
-        self.server.posts.append((self.path, body["data"]))
-        payload = b'{"data": []}'
-        self.send_response(self.server.status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, format: str, *args: object) -> None:
-        return None
-
-
-def _serve(status: int) -> Iterator[_Phoenix]:
-    server = _Phoenix(status)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+@pytest.fixture
+def phoenix() -> Iterator[FakePhoenix]:
+    yield from serve(200)
 
 
 @pytest.fixture
-def phoenix() -> Iterator[_Phoenix]:
-    yield from _serve(200)
-
-
-@pytest.fixture
-def refusing_phoenix() -> Iterator[_Phoenix]:
-    yield from _serve(500)
+def refusing_phoenix() -> Iterator[FakePhoenix]:
+    yield from serve(500)
 
 
 ROWS = [{"size_gb": "12", "lun": ""}]
@@ -95,7 +55,7 @@ def _agent() -> list[object]:
         return [disks(), volumes()]
 
 
-def test_each_finding_is_one_code_annotation_on_its_span(telemetry: Telemetry, phoenix: _Phoenix) -> None:
+def test_each_finding_is_one_code_annotation_on_its_span(telemetry: Telemetry, phoenix: FakePhoenix) -> None:
     telemetry.configure(check_column_types="warn", phoenix_annotations=phoenix.url)
     _agent()
     assert ci.flush()
@@ -127,7 +87,7 @@ def test_each_finding_is_one_code_annotation_on_its_span(telemetry: Telemetry, p
     assert len({a["identifier"] for a in annotations}) == 3
 
 
-def test_the_findings_of_many_spans_go_in_one_post(telemetry: Telemetry, phoenix: _Phoenix) -> None:
+def test_the_findings_of_many_spans_go_in_one_post(telemetry: Telemetry, phoenix: FakePhoenix) -> None:
     telemetry.configure(check_column_types="warn")
     _agent()
     exporter = PhoenixAnnotationExporter(phoenix.url)
@@ -137,7 +97,9 @@ def test_the_findings_of_many_spans_go_in_one_post(telemetry: Telemetry, phoenix
     assert exporter.posted == 3
 
 
-def test_a_refusing_phoenix_never_reaches_the_agent(telemetry: Telemetry, refusing_phoenix: _Phoenix) -> None:
+def test_a_refusing_phoenix_never_reaches_the_agent(
+    telemetry: Telemetry, refusing_phoenix: FakePhoenix
+) -> None:
     telemetry.configure(check_column_types="warn", phoenix_annotations=refusing_phoenix.url)
     assert _agent() == [ROWS, [{"size_gb": "7"}]]
     ci.flush()
@@ -145,7 +107,7 @@ def test_a_refusing_phoenix_never_reaches_the_agent(telemetry: Telemetry, refusi
 
 
 def test_an_unreachable_phoenix_never_reaches_the_agent(telemetry: Telemetry) -> None:
-    with _Phoenix(200) as closed:
+    with FakePhoenix(200) as closed:
         url = closed.url  # bound, then closed: nothing listens there
     telemetry.configure(check_column_types="warn", phoenix_annotations=url)
     assert _agent() == [ROWS, [{"size_gb": "7"}]]

@@ -37,6 +37,7 @@ from ..findings import (
     Witness,
     tool_subject,
 )
+from ..text import Text
 from . import CANARY_EPOCH, as_canary
 
 COMPOSE_INVARIANT_CEILING: Final = (
@@ -60,25 +61,25 @@ def _finding(group: str, still: list[str], epoch: int) -> Finding:
         Witness(
             subject=subject,
             predicate=AVAILABILITY_PREDICATE,
-            value=SUSPENDED,
+            value=Text(SUSPENDED),
             epoch=epoch,
             stratum="asserted",
-            provenance=f"the application suspended toolset '{group}' (run.suspend)",
+            provenance=Text(f"the application suspended toolset '{group}' (run.suspend)"),
         ),
         *(
             Witness(
                 subject=subject,
                 predicate=AVAILABILITY_PREDICATE,
-                value=AVAILABLE,
+                value=Text(AVAILABLE),
                 epoch=epoch,
                 stratum="asserted",
-                provenance=f"this request offers tool '{name}', which belongs to toolset '{group}'",
+                provenance=Text(f"this request offers tool '{name}', which belongs to toolset '{group}'"),
             )
             for name in still
         ),
     )
     listed = ", ".join(f"'{name}'" for name in still)
-    message = (
+    message = Text(
         f"Toolset '{group}' is suspended, yet this request still offers "
         f"{len(still)} of its tools ({listed}): the model is told the toolset is "
         f"off and handed its tools in the same request. The two channels disagree; nothing here says which "

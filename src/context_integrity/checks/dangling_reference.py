@@ -38,6 +38,7 @@ from ..findings import (
     Witness,
     tool_subject,
 )
+from ..text import Text
 from . import CANARY_EPOCH, as_canary
 
 DANGLING_REFERENCE_CEILING: Final = (
@@ -72,17 +73,17 @@ def _finding(consumer: str, missing: list[str], epoch: int) -> Finding:
         Witness(
             subject=tool_subject(consumer),
             predicate=ARGUMENT_GROUND_PREDICATE,
-            value=f"results of '{ground}' evicted and not re-fetched",
+            value=Text(f"results of '{ground}' evicted and not re-fetched"),
             epoch=epoch,
             stratum="asserted",
-            provenance=(
+            provenance=Text(
                 f"the judge saw results of '{ground}' served earlier in this run, "
                 "and none of them is in this request"
             ),
         )
         for ground in missing
     )
-    message = (
+    message = Text(
         f"Tool '{consumer}' is still offered to the model, but the results its arguments come from "
         f"({_quoted(missing, ', ')}) were evicted from the context and never fetched again, so any "
         f"value the model passes it now can only come from memory. The honest fix is to call "

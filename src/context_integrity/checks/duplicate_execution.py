@@ -50,7 +50,7 @@ from ..findings import (
     Witness,
     tool_subject,
 )
-from ..text import clip
+from ..text import Digest, Quote, Text
 from . import CANARY_EPOCH, as_canary
 from .canonical import canonical_or_none
 
@@ -87,33 +87,37 @@ def arguments_key(arguments: object) -> str | None:
     return None if rendered is None else hashlib.sha256(rendered.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def arguments_subject(shown: str, key: str) -> Subject:
+def arguments_subject(canonical: str, key: str) -> Subject:
     # The digest makes it the identity: two different repeated argument sets are two defects, the
     # same set repeated five times is one; the clipped rendering is for people.
-    return Subject(kind="arguments", id=f"{shown} #{key[:12]}")
+    return Subject(kind="arguments", id=Text(Quote(canonical, bare=True), Digest(key[:12])))
 
 
 def _finding(call: OnceCall, key: str, earlier: Execution, epoch: int) -> Finding:
-    shown = clip(canonical_or_none(call.arguments) or "")
+    shown = Quote(canonical_or_none(call.arguments) or "", bare=True)
     witnesses = (
         Witness(
             subject=tool_subject(call.tool_name),
             predicate=EXECUTED_PREDICATE,
-            value=f"call '{earlier.call_id}' with {shown} returned",
+            value=Text(f"call '{earlier.call_id}' with ", shown, " returned"),
             epoch=earlier.epoch,
             stratum="asserted",
-            provenance=f"the write seam saw call '{earlier.call_id}' of '{call.tool_name}' return without raising",
+            provenance=Text(
+                f"the write seam saw call '{earlier.call_id}' of '{call.tool_name}' return without raising"
+            ),
         ),
         Witness(
             subject=tool_subject(call.tool_name),
             predicate=EXECUTED_PREDICATE,
-            value=f"call '{call.call_id}' asks for {shown} again",
+            value=Text(f"call '{call.call_id}' asks for ", shown, " again"),
             epoch=epoch,
             stratum="asserted",
-            provenance=f"the model response at request {epoch} calls '{call.tool_name}' as '{call.call_id}'",
+            provenance=Text(
+                f"the model response at request {epoch} calls '{call.tool_name}' as '{call.call_id}'"
+            ),
         ),
     )
-    message = (
+    message = Text(
         f"Tool '{call.tool_name}' must take effect once per run, and the model calls it again (call "
         f"'{call.call_id}') with arguments canonically equal to call '{earlier.call_id}', which already "
         f"returned: running it again repeats settled work. Nothing here blocked the call. "
@@ -122,7 +126,7 @@ def _finding(call: OnceCall, key: str, earlier: Execution, epoch: int) -> Findin
     return Finding(
         kind="duplicate-execution",
         seam="choice",
-        subjects=(tool_subject(call.tool_name), arguments_subject(shown, key)),
+        subjects=(tool_subject(call.tool_name), arguments_subject(str(shown.value), key)),
         predicate=None,
         witnesses=witnesses,
         epoch=epoch,

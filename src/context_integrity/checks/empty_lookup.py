@@ -49,7 +49,7 @@ from ..findings import (
     Witness,
     tool_subject,
 )
-from ..text import render_value
+from ..text import Quote, Text
 from . import CANARY_EPOCH, as_canary
 from .arguments import argument_leaves
 
@@ -197,47 +197,53 @@ def _finding(
     epoch: int,
 ) -> Finding:
     phrase = _empty_phrase(reading)
+    # The path's keys below the declared parameter are the model's choice: a value like any other.
+    where = Quote(path, bare=True, limit=None)
+    predicate = Text(where)
     witnesses = (
         Witness(
             subject=tool_subject(tool_name),
-            predicate=path,
+            predicate=predicate,
             value=value,
             epoch=epoch,
             stratum="asserted",
-            provenance=f"tool call {call_id}: argument '{path}' as the model chose it",
+            provenance=Text(f"tool call {call_id}: argument '", where, "' as the model chose it"),
         ),
         Witness(
             subject=tool_subject(producer),
-            predicate=path,
-            value="served this value earlier in this run",
+            predicate=predicate,
+            value=Text("served this value earlier in this run"),
             epoch=epoch,
             stratum="asserted",
-            provenance=(
+            provenance=Text(
                 f"declared ground: '{tool_name}' names '{producer}' in arguments_from, and a result "
                 f"of '{producer}' served earlier in this run contains the value"
             ),
         ),
         Witness(
             subject=tool_subject(tool_name),
-            predicate=path,
-            value=f"found nothing — {phrase}",
+            predicate=predicate,
+            value=Text(f"found nothing — {phrase}"),
             epoch=epoch,
             stratum="asserted",
-            provenance=f"tool call {call_id}: the result as the tool returned it: {render_value(result)}",
+            provenance=Text(f"tool call {call_id}: the result as the tool returned it: ", Quote(result)),
         ),
     )
-    message = (
-        f"Tool '{tool_name}' was called with {path} = {render_value(value)}, a value '{producer}' "
-        f"served earlier in this run, and it returned {phrase}: either nothing really matches, or "
-        f"the lookup cannot find what exists (a wrong filter, a key spelled differently). "
-        f"{EMPTY_LOOKUP_CEILING} (Tool call {call_id}.) Nothing here blocked the call, changed the "
-        f"result, or retried anything."
+    message = Text(
+        f"Tool '{tool_name}' was called with ",
+        where,
+        " = ",
+        Quote(value),
+        f", a value '{producer}' served earlier in this run, and it returned {phrase}: either nothing "
+        f"really matches, or the lookup cannot find what exists (a wrong filter, a key spelled "
+        f"differently). {EMPTY_LOOKUP_CEILING} (Tool call {call_id}.) Nothing here blocked the call, "
+        f"changed the result, or retried anything.",
     )
     return Finding(
         kind="empty-lookup",
         seam="write",
         subjects=(tool_subject(tool_name), tool_subject(producer)),
-        predicate=path,
+        predicate=predicate,
         witnesses=witnesses,
         epoch=epoch,
         message=message,

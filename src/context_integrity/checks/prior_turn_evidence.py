@@ -53,7 +53,7 @@ from ..findings import (
 )
 from ..limits import MAX_ARGUMENT_DEPTH, MAX_EVIDENCE_FORM_CHARS, MAX_EVIDENCE_FORMS
 from ..loop import Message, RequestFrame, content_text
-from ..text import plural
+from ..text import Text, plural
 from . import CANARY_EPOCH, as_canary
 
 PRIOR_TURN_EVIDENCE_CEILING: Final = (
@@ -223,7 +223,7 @@ def _finding(reading: GroundingReading, epoch: int) -> Finding:
             f"This turn served {plural(reading.tool_results_this_turn, 'tool result')} and the answer states no "
             "value from any of them."
         )
-    message = (
+    message = Text(
         f"The final answer states {plural(count, 'value')} the run can ground, and every one of them was last "
         f"served in turn {reading.latest_prior_turn} or earlier -- at least {plural(distance, 'turn')} before "
         f"this one (turn {reading.current_turn}), which contributed none of them. {tail} "
@@ -233,18 +233,21 @@ def _finding(reading: GroundingReading, epoch: int) -> Finding:
         Witness(
             ANSWER_SUBJECT,
             GROUNDING_PREDICATE,
-            f"{plural(count, 'grounded value')}, none of them served by this turn",
+            Text(f"{plural(count, 'grounded value')}, none of them served by this turn"),
             epoch,
             "asserted",
-            "the answer's data values, looked up in the run's evidence index",
+            Text("the answer's data values, looked up in the run's evidence index"),
         ),
         Witness(
             Subject(kind="turn", id=str(reading.latest_prior_turn)),
             GROUNDING_PREDICATE,
-            "served the newest result the answer drew on",
+            Text("served the newest result the answer drew on"),
             epoch,
             "asserted",
-            f"turn {reading.latest_prior_turn}, at least {plural(distance, 'turn')} before turn {reading.current_turn}",
+            Text(
+                f"turn {reading.latest_prior_turn}, at least {plural(distance, 'turn')} before turn "
+                f"{reading.current_turn}"
+            ),
         ),
         Witness(
             ANSWER_SUBJECT,
@@ -252,9 +255,11 @@ def _finding(reading: GroundingReading, epoch: int) -> Finding:
             reading.tool_results_this_turn,
             epoch,
             "asserted",
-            "no tool result in this turn"
-            if reading.tool_results_this_turn == 0
-            else "tool messages after the last user turn",
+            Text(
+                "no tool result in this turn"
+                if reading.tool_results_this_turn == 0
+                else "tool messages after the last user turn"
+            ),
         ),
     )
     return Finding(

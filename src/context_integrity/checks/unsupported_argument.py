@@ -53,7 +53,7 @@ from ..findings import (
     Witness,
     tool_subject,
 )
-from ..text import plural, render_value
+from ..text import Quote, Text, plural
 from . import CANARY_EPOCH, as_canary
 from .arguments import argument_leaves
 
@@ -211,6 +211,9 @@ def _finding(
     epoch: int,
 ) -> Finding:
     tool = call.tool_name
+    # The path's keys below the declared parameter are the model's choice: a value like any other.
+    where = Quote(path, bare=True, limit=None)
+    predicate = Text(where)
     frame = (
         f"the request this call was chosen from: {plural(grounded_count, 'served text')} "
         f"(instructions, user messages, tool results) and {plural(assistant_count, 'assistant turn')}"
@@ -218,11 +221,13 @@ def _finding(
     if self_referenced:
         nothing = Witness(
             subject=tool_subject(tool),
-            predicate=path,
-            value="served by nothing; found only in the model's own earlier text",
+            predicate=predicate,
+            value=Text("served by nothing; found only in the model's own earlier text"),
             epoch=epoch,
             stratum="asserted",
-            provenance=f"{frame}; the value occurs in an assistant turn and in none of the served texts",
+            provenance=Text(
+                f"{frame}; the value occurs in an assistant turn and in none of the served texts"
+            ),
         )
         defect = (
             "the only place that value appears in the request is the model's own earlier text. "
@@ -231,11 +236,11 @@ def _finding(
     else:
         nothing = Witness(
             subject=tool_subject(tool),
-            predicate=path,
-            value="served by nothing; appears nowhere in the request",
+            predicate=predicate,
+            value=Text("served by nothing; appears nowhere in the request"),
             epoch=epoch,
             stratum="asserted",
-            provenance=f"{frame}; the value occurs in none of them",
+            provenance=Text(f"{frame}; the value occurs in none of them"),
         )
         defect = (
             "that value appears nowhere in the request: not in the instructions, not in any user "
@@ -243,23 +248,26 @@ def _finding(
         )
     chosen = Witness(
         subject=tool_subject(tool),
-        predicate=path,
+        predicate=predicate,
         value=value,
         epoch=epoch,
         stratum="asserted",
-        provenance=f"tool call {call.call_id}: argument '{path}' as the model chose it",
+        provenance=Text(f"tool call {call.call_id}: argument '", where, "' as the model chose it"),
     )
-    message = (
-        f"Tool '{tool}' was called (call {call.call_id}) with {path} = {render_value(value)}, but "
-        f"{defect}. To fix it, call {_grounds_phrase(call.arguments_from)} again and use a value it "
+    message = Text(
+        f"Tool '{tool}' was called (call {call.call_id}) with ",
+        where,
+        " = ",
+        Quote(value),
+        f", but {defect}. To fix it, call {_grounds_phrase(call.arguments_from)} again and use a value it "
         f"returns. Nothing here blocked the call; it went out exactly as the model made it. "
-        f"{UNSUPPORTED_ARGUMENT_CEILING}"
+        f"{UNSUPPORTED_ARGUMENT_CEILING}",
     )
     return Finding(
         kind="unsupported-argument",
         seam="choice",
         subjects=(tool_subject(tool),),
-        predicate=path,
+        predicate=predicate,
         witnesses=(chosen, nothing),
         epoch=epoch,
         message=message,

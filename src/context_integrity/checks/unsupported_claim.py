@@ -47,7 +47,7 @@ from ..findings import (
     Subject,
     Witness,
 )
-from ..text import render_value
+from ..text import Quote, Text
 from . import CANARY_EPOCH, as_canary
 from .canonical import canonical_or_none
 
@@ -101,9 +101,14 @@ def _lenient_equal(claimed: object, settled: object) -> bool:
     return canonical_or_none(number) == canonical_or_none(settled)
 
 
-def _provenance(row: FactRow) -> str:
-    measured = f", measured at {row.measured_at}" if row.measured_at is not None else ""
-    return f"tool '{row.tool_name}' call '{row.call_id}' settled it at request {row.epoch}{measured}"
+def _provenance(row: FactRow) -> Text:
+    # When it was measured is the tool's word: quoted, like any value it returned.
+    measured = (
+        (", measured at ", Quote(row.measured_at, bare=True, limit=None))
+        if row.measured_at is not None
+        else ()
+    )
+    return Text(f"tool '{row.tool_name}' call '{row.call_id}' settled it at request {row.epoch}", *measured)
 
 
 def _settled_witness(row: FactRow, *, stratum: str = "asserted") -> Witness:
@@ -128,17 +133,24 @@ def _contradiction(claim: Claim, claimed: object, rows: Sequence[FactRow], epoch
             value=claimed,
             epoch=epoch,
             stratum="asserted",
-            provenance=f"answer field '{claim.path}'",
+            provenance=Text(f"answer field '{claim.path}'"),
         ),
         *(_settled_witness(row, stratum="quoted") for row in history),
     )
-    earlier = (
-        f" Earlier in the run it read {', '.join(render_value(r.value) for r in history)}." if history else ""
-    )
-    message = (
-        f"The answer's field '{claim.path}' says {render_value(claimed)}, but tool '{settled.tool_name}' "
-        f"settled {claim.field} of '{claim.entity}' as {render_value(settled.value)}.{earlier} "
-        f"Nothing here changed the answer. {UNSUPPORTED_CLAIM_CEILING}"
+    earlier: list[str | Quote] = []
+    if history:
+        earlier.append(" Earlier in the run it read ")
+        for index, row in enumerate(history):
+            earlier.extend((", " if index else "", Quote(row.value)))
+        earlier.append(".")
+    message = Text(
+        f"The answer's field '{claim.path}' says ",
+        Quote(claimed),
+        f", but tool '{settled.tool_name}' settled {claim.field} of '{claim.entity}' as ",
+        Quote(settled.value),
+        ".",
+        *earlier,
+        f" Nothing here changed the answer. {UNSUPPORTED_CLAIM_CEILING}",
     )
     return Finding(
         kind="unsupported-claim",
@@ -152,10 +164,13 @@ def _contradiction(claim: Claim, claimed: object, rows: Sequence[FactRow], epoch
 
 
 def _doubt(claim: Claim, claimed: object, settled: FactRow, epoch: int) -> Finding:
-    message = (
-        f"The answer's field '{claim.path}' says {render_value(claimed)}, while tool '{settled.tool_name}' "
-        f"settled {claim.field} of '{claim.entity}' as {render_value(settled.value)}: the answer doubts a "
-        f"fact the run knows. A place to look, not a contradiction. {UNSUPPORTED_CLAIM_CEILING}"
+    message = Text(
+        f"The answer's field '{claim.path}' says ",
+        Quote(claimed),
+        f", while tool '{settled.tool_name}' settled {claim.field} of '{claim.entity}' as ",
+        Quote(settled.value),
+        ": the answer doubts a fact the run knows. A place to look, not a contradiction. "
+        f"{UNSUPPORTED_CLAIM_CEILING}",
     )
     return Finding(
         kind="unsupported-claim",

@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from typing import Final
 
 from ..findings import CHECKED_FAIL, CHECKED_PASS, UNREACHABLE, Encounter, Finding, Witness, tool_subject
+from ..text import Text
 from . import CANARY_EPOCH, as_canary
 
 WIRE_INVARIANT_CEILING: Final = (
@@ -47,26 +48,28 @@ def _witnesses(names: list[str], *, composed: str, wire: str, epoch: int, source
             Witness(
                 tool_subject(name),
                 ON_WIRE_PREDICATE,
-                composed,
+                Text(composed),
                 epoch,
                 "asserted",
-                "the composed request frame",
+                Text("the composed request frame"),
             )
         )
-        out.append(Witness(tool_subject(name), ON_WIRE_PREDICATE, wire, epoch, "asserted", source))
+        out.append(
+            Witness(tool_subject(name), ON_WIRE_PREDICATE, Text(wire), epoch, "asserted", Text(source))
+        )
     return tuple(out)
 
 
 def _finding(names: list[str], *, added: bool, epoch: int, source: str) -> Finding:
     listed = ", ".join(f"'{n}'" for n in names)
     if added:
-        message = (
+        message = Text(
             f"{len(names)} tool(s) crossed the wire that the composed request never carried ({listed}): the "
             f"model was offered tools the agent did not compose. {WIRE_INVARIANT_CEILING}"
         )
         witnesses = _witnesses(names, composed=ABSENT, wire=PRESENT, epoch=epoch, source=source)
     else:
-        message = (
+        message = Text(
             f"{len(names)} composed tool(s) never crossed the wire ({listed}): the agent composed them, and the "
             f"request the provider received did not carry them. {WIRE_INVARIANT_CEILING}"
         )

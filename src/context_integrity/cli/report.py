@@ -29,6 +29,7 @@ def run(args: argparse.Namespace) -> int:
     from ..paths import default_recording_path
     from ..recording import RecordingStream
     from ..report import write_report
+    from ..text import visible
 
     path = args.file or str(default_recording_path())
     if args.find or args.kind is not None or args.limit is not None:
@@ -40,22 +41,31 @@ def run(args: argparse.Namespace) -> int:
         if args.html:
             from pathlib import Path
 
-            from ..recording import read_recording
             from ..report.html import format_html
 
-            # The page shows every run at once (timelines, charts), so it reads the whole recording.
-            Path(args.html).write_text(format_html(read_recording(path)), encoding="utf-8")
-            print(f"context-integrity report: wrote {args.html}")
+            # Streamed too: the page shows the first runs in full and counts the rest.
+            page = format_html(RecordingStream(path))
+            Path(args.html).write_text(page, encoding="utf-8")
+            print(visible(f"context-integrity report: wrote {args.html}"))
             return 0
         # Streamed: each run is printed as it is read, so a recording of any size reads in
         # the memory of the runs in flight. Witnesses are read only when they are printed.
         stream = RecordingStream(path, details=args.verbose)
-    except (FileNotFoundError, IsADirectoryError) as error:
-        print(f"context-integrity report: {error}", file=sys.stderr)
-        return 2
+    except OSError as error:  # no such file, a directory, a FIFO or a device, a loop, no permission
+        return _unreadable(error)
     try:
         write_report(stream, sys.stdout, verbose=args.verbose)
         sys.stdout.flush()
     except BrokenPipeError:  # `report | head` closed the pipe: not an error
         sys.stderr.close()
+    except OSError as error:  # the file went away, or its disk failed, part-way through
+        return _unreadable(error)
     return 0
+
+
+def _unreadable(error: OSError) -> int:
+    from ..text import visible
+
+    said = error.strerror if isinstance(error.strerror, str) and error.strerror else str(error)
+    print(visible(f"context-integrity report: {said}"), file=sys.stderr)
+    return 2

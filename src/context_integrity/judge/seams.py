@@ -33,6 +33,7 @@ from ..findings import (
 from ..ledger import CheckerDeadError, CheckId, DispositionLedger, LedgerRow
 from ..limits import MAX_FINDINGS_PER_RUN, MAX_IDENTITIES_PER_RUN, MAX_IDENTITY_CHARS
 from ..loop import ModelResponse, RequestFrame
+from ..redaction import plain_finding
 from .book import ContractBook
 from .dials import Dials
 from .profile import RunProfiler
@@ -504,6 +505,8 @@ class RunJudge:
             if len(self._seen) < MAX_IDENTITIES_PER_RUN:
                 self._seen.add(key)
             if len(self.findings) < MAX_FINDINGS_PER_RUN:
-                self.findings.append(finding)
+                # Kept as read in process, its quoted values let go: a kept finding must not hold a
+                # tool's result alive. The one handed back is emitted now, and quotes them whole.
+                self.findings.append(plain_finding(finding))
             fresh.append(finding)
         return fresh

@@ -38,6 +38,7 @@ class FindingCounter:
                 scope = as_object(scope_entry, "a scopeMetrics entry")
                 scope_node = scope.get("scope")
                 scope_name = as_object(scope_node, "scope").get("name") if scope_node else None
+                scope_name = scope_name if type(scope_name) is str else None
                 for metric_entry in as_list(scope.get("metrics"), "metrics"):
                     metric = as_object(metric_entry, "a metric")
                     if metric.get("name") != names.FINDINGS_METRIC:
@@ -67,7 +68,12 @@ class FindingCounter:
         if delta:
             self._delta[key] = self._delta.get(key, 0) + value
             return
-        series = (*origin, json.dumps(attrs, sort_keys=True, default=str), point.get("startTimeUnixNano"))
+        started = point.get("startTimeUnixNano")  # part of the series' identity, as written
+        series = (
+            *origin,
+            json.dumps(attrs, sort_keys=True, default=str),
+            started if type(started) in (str, int) else json.dumps(started, default=str),
+        )
         time = int64(point.get("timeUnixNano"), "timeUnixNano") or 0
         series_key = (*key, *series)
         previous = self._cumulative.get(series_key)

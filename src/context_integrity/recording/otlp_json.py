@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Final
 
+from ..limits import MAX_ATTRIBUTE_VALUE_DEPTH
 from ..text import clip
 
 RESOURCE_SPANS: Final = "resourceSpans"
@@ -29,6 +30,14 @@ SPAN_ID_HEX_CHARS: Final = 16
 STATUS_NAMES: Final[Mapping[int, str]] = {0: "unset", 1: "ok", 2: "error"}
 # Metric aggregation temporality in OTLP.
 TEMPORALITY_DELTA: Final = 1
+
+# OTLP writes a time as fixed64 nanoseconds since the epoch: the range a time read back can have
+# (up to the year 2554, which every renderer can print). A ledger's last_fired_at is milliseconds.
+MAX_UNIX_NANOS: Final = 2**64 - 1
+MAX_UNIX_MILLIS: Final = MAX_UNIX_NANOS // 1_000_000
+# The longest decimal a time can be written with; a longer one is out of range without being parsed
+# (Python refuses to parse an integer of more than 4300 digits at all).
+_MAX_TIME_DIGITS: Final = len(str(MAX_UNIX_NANOS))
 
 
 class Malformed(ValueError):
@@ -83,6 +92,39 @@ def int64(value: object, what: str) -> int | None:
     raise Malformed(f"{what} is {json_type(value)}, not an integer")
 
 
+def unix_time(
+    value: object, what: str, problem: Callable[[str], None], most: int = MAX_UNIX_NANOS
+) -> int | None:
+    """A time since the epoch (nanoseconds; ``most`` says otherwise), clamped into ``[0, most]``.
+
+    Never raises: absent is ``None``; a time out of range is clamped and said through ``problem``;
+    one that is not an integer is ``None``, and said.
+    """
+    if type(value) is str and value.isdecimal() and len(value) < _MAX_TIME_DIGITS:
+        return int(value)  # the shape every writer uses
+    if value is None:
+        return None
+    number: int | None = None
+    if type(value) is str and len(value.lstrip("+-")) > _MAX_TIME_DIGITS and value.lstrip("+-").isdecimal():
+        number = -1 if value.startswith("-") else most + 1  # past any time, not worth parsing
+    else:
+        try:
+            number = int64(value, what)
+        except Malformed as error:
+            problem(f"{error}; it was read as no time")
+            return None
+        except (OverflowError, ValueError):  # a float too large to be an integer, digits past the limit
+            problem(f"{what} is not a time that can be read; it was read as no time")
+            return None
+    if number is None:
+        return None
+    if 0 <= number <= most:
+        return number
+    clamped = 0 if number < 0 else most
+    problem(f"{what} {clip(str(value), 40)} is outside the range a time can have; it was read as {clamped}")
+    return clamped
+
+
 def double(value: object, what: str) -> float:
     """An OTLP double: a JSON number, or the strings protobuf JSON uses for the non-finite ones."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -92,8 +134,11 @@ def double(value: object, what: str) -> float:
     raise Malformed(f"{what} is {json_type(value)}, not a number")
 
 
-def any_value(node: object) -> object:
-    """An OTLP ``AnyValue`` as a Python value (``None`` for an empty value)."""
+def any_value(node: object, depth: int = 0) -> object:
+    """An OTLP ``AnyValue`` as a Python value (``None`` for an empty value); arrays and key-value
+    lists are read :data:`~context_integrity.limits.MAX_ATTRIBUTE_VALUE_DEPTH` deep at most."""
+    if depth > MAX_ATTRIBUTE_VALUE_DEPTH:
+        raise Malformed(f"an attribute value is nested more than {MAX_ATTRIBUTE_VALUE_DEPTH} deep")
     value = as_object(node, "an attribute value")
     if "stringValue" in value:
         text = value["stringValue"]
@@ -111,10 +156,10 @@ def any_value(node: object) -> object:
         return double(value["doubleValue"], "a doubleValue")
     if "arrayValue" in value:
         array = as_object(value["arrayValue"], "an arrayValue")
-        return [any_value(item) for item in as_list(array.get("values"), "arrayValue.values")]
+        return [any_value(item, depth + 1) for item in as_list(array.get("values"), "arrayValue.values")]
     if "kvlistValue" in value:
         kvlist = as_object(value["kvlistValue"], "a kvlistValue")
-        return attributes(kvlist.get("values"))
+        return _careful_attributes(kvlist.get("values"), None, None, depth + 1)
     if "bytesValue" in value:
         # Left base64-encoded, as OTLP/JSON writes bytes.
         return value["bytesValue"]
@@ -181,13 +226,13 @@ def attributes(
                 if len(out) == wanted:
                     break  # all that was asked for is read; the rest is not looked at
             return out
-        except (KeyError, TypeError, AttributeError, ValueError, Malformed):
+        except (KeyError, TypeError, AttributeError, ValueError, OverflowError, Malformed):
             out = {}
     return _careful_attributes(node, skipped, keep)
 
 
 def _careful_attributes(
-    node: object, skipped: list[str] | None, keep: frozenset[str] | None
+    node: object, skipped: list[str] | None, keep: frozenset[str] | None, depth: int = 0
 ) -> dict[str, object]:
     out: dict[str, object] = {}
     for entry in as_list(node, "attributes"):
@@ -197,7 +242,7 @@ def _careful_attributes(
         try:
             if not isinstance(entry, dict) or not isinstance(key, str):
                 raise Malformed("an attribute is not a {key, value} object with a string key")
-            out[key] = any_value(entry.get("value", {}))
+            out[key] = any_value(entry.get("value", {}), depth)
         except Malformed as error:
             if skipped is None:
                 raise

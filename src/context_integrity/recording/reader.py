@@ -5,12 +5,14 @@ Every attribute is decoded by the partner of the function that encoded it
 :mod:`context_integrity.telemetry.schema.names`, so the writer and the reader cannot
 drift apart silently.
 
-The file is read line by line and never held: each line is parsed, what the
+The file is opened and cut into lines by :mod:`.lines` (a regular file only; lines end at ``\n``
+only; a line past the bound is skipped, never held) and never held: each line is parsed, what the
 report needs is taken from it, and the rest is let go. :class:`RecordingStream`
 hands each run out as soon as it is whole, so its memory follows the runs still
 in flight; :func:`read_recording` collects every run (for callers that want the
 whole :class:`Recording`). Nothing is dropped silently: a line or span that
-cannot be read becomes an entry in :attr:`Recording.problems` naming the line.
+cannot be read becomes an entry in :attr:`Recording.problems` naming the line. Nothing a line
+holds makes the reader raise: a piece of the wrong type is a problem, counted like the others.
 """
 
 from __future__ import annotations
@@ -22,18 +24,13 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Final
 
-from ..limits import MAX_LISTED_PROBLEMS, MAX_OPEN_TRACES_READ
-from ..paths import (
-    RECORDING_ENV_VAR,
-    RECORDING_FILE_NAME,
-    STATE_DIR_NAME,
-    XDG_STATE_HOME_VAR,
-    rotated_path,
-)
+from ..limits import MAX_LISTED_PROBLEMS, MAX_OPEN_TRACES_READ, MAX_RECORDING_LINE_BYTES
+from ..paths import rotated_path
 from ..telemetry import schema
 from ..telemetry.schema import names
 from ..text import clip
 from .assembly import Assembler
+from .lines import OverlongLine, open_recording, recording_lines
 from .metrics import FindingCounter
 from .model import Recording, RunRecord
 from .otlp_json import (
@@ -53,6 +50,8 @@ _DROPPED_KEYS: Final = frozenset({names.RECORDING_DROPPED_SPANS, names.RECORDING
 
 
 _RECORD_START: Final = '{"resource'
+# What a problem says of a piece the reader met in a shape no rule of its own names (its last net).
+UNREADABLE: Final = "could not be read"
 _MAX_RESYNC_TRIES: Final = 4
 
 
@@ -67,7 +66,7 @@ def _after_a_torn_record(text: str) -> tuple[object | None, int]:
             break
         try:
             return json.loads(text[start:]), start
-        except (json.JSONDecodeError, RecursionError):
+        except (ValueError, RecursionError):  # not JSON, nested too deeply, a number past 4300 digits
             continue
     return None, 0
 
@@ -86,28 +85,10 @@ def parse_json(text: str) -> object:
         gc.enable()
 
 
-def _terminated(text: str | bytes) -> bool:
+def _terminated(text: str | bytes | OverlongLine) -> bool:
+    if isinstance(text, OverlongLine):
+        return text.terminated
     return text.endswith("\n") if isinstance(text, str) else text.endswith(b"\n")
-
-
-def open_lines(path: str | os.PathLike[str]) -> tuple[Path, Iterable[bytes]]:
-    """A file opened to be read line by line, with its path. A missing file or a directory raises
-    :class:`FileNotFoundError` / :class:`IsADirectoryError` whose message says what to pass instead."""
-    location = Path(path)
-    try:
-        return location, location.open("rb")
-    except FileNotFoundError:
-        raise FileNotFoundError(
-            f"No recording at {location}. One is written there when an agent instrumented with "
-            f"ci.setup() runs without an OTLP endpoint configured; run one first, or pass the path "
-            f"of an existing recording (the default path comes from ${RECORDING_ENV_VAR}, else "
-            f"${XDG_STATE_HOME_VAR}/{STATE_DIR_NAME}/{RECORDING_FILE_NAME})."
-        ) from None
-    except IsADirectoryError:
-        raise IsADirectoryError(
-            f"{location} is a directory; pass the recording file inside it "
-            f"(normally named {RECORDING_FILE_NAME})."
-        ) from None
 
 
 class RecordingStream:
@@ -137,8 +118,8 @@ class RecordingStream:
         self._hold = hold
         self.rest = Recording()
         if isinstance(source, (str, os.PathLike)):
-            location, handle = open_lines(source)  # a missing file is said now, not part-way through a report
-            handle.close()  # type: ignore[attr-defined]
+            location = Path(source)
+            open_recording(source).close()  # a missing file or a FIFO is said now, not part-way through
             self.rest.source = str(location)
             older = rotated_path(location)
             if older.is_file():
@@ -147,9 +128,11 @@ class RecordingStream:
     def __iter__(self) -> Iterator[RunRecord]:
         source = self._source
         if isinstance(source, (str, os.PathLike)):
-            _, handle = open_lines(source)
-            with handle:  # type: ignore[attr-defined]
-                yield from _Reader(self.rest, details=self._details, hold=self._hold).read(handle)
+            handle = open_recording(source)
+            with handle:
+                yield from _Reader(self.rest, details=self._details, hold=self._hold).read(
+                    recording_lines(handle)
+                )
         else:
             yield from _Reader(self.rest, details=self._details, hold=self._hold).read(source)
 
@@ -187,7 +170,7 @@ class LineDocuments:
     so each tolerance is written once.
     """
 
-    def __init__(self, lines: Iterable[str | bytes], problem: Problem) -> None:
+    def __init__(self, lines: Iterable[str | bytes | OverlongLine], problem: Problem) -> None:
         self._lines = lines
         self._problem = problem
         self.lines = 0
@@ -195,8 +178,8 @@ class LineDocuments:
 
     def __iter__(self) -> Iterator[tuple[int, object]]:
         number = 0
-        text: str | bytes
-        pending: str | bytes | None = None
+        text: str | bytes | OverlongLine
+        pending: str | bytes | OverlongLine | None = None
         saw_terminated_line = False
         # One line of look-ahead: only the last line can be "truncated".
         for number, text in enumerate(self._lines, start=1):
@@ -209,8 +192,17 @@ class LineDocuments:
         self.lines = number
 
     def _line(
-        self, number: int, raw: str | bytes, *, last: bool, earlier: bool
+        self, number: int, raw: str | bytes | OverlongLine, *, last: bool, earlier: bool
     ) -> Iterator[tuple[int, object]]:
+        if isinstance(raw, OverlongLine):
+            self.data_lines += 1
+            self._problem(
+                number,
+                f"{raw.size} bytes long, past the {MAX_RECORDING_LINE_BYTES} a recording line is read "
+                "at (limits.MAX_RECORDING_LINE_BYTES): skipped without being read"
+                + ("" if raw.terminated else "; the file ends part-way through it"),
+            )
+            return
         if not raw or raw.isspace():  # never strip(): that copies a line of megabytes
             return
         self.data_lines += 1
@@ -246,6 +238,9 @@ class LineDocuments:
         except RecursionError:
             self._problem(number, "not readable JSON (nested too deeply)")
             return
+        except ValueError as error:  # a number of more than 4300 digits, which Python will not parse
+            self._problem(number, f"not readable JSON ({clip(str(error), 120)})")
+            return
         yield number, document
 
 
@@ -265,7 +260,7 @@ class _Reader:
         else:
             recording.unlisted_problems += 1
 
-    def read(self, lines: Iterable[str | bytes]) -> Iterator[RunRecord]:
+    def read(self, lines: Iterable[str | bytes | OverlongLine]) -> Iterator[RunRecord]:
         documents = LineDocuments(lines, self.problem)
         for number, document in documents:
             yield from self._document(number, document)
@@ -296,6 +291,10 @@ class _Reader:
                 self.problem(number, f"{key}: {error}")
             except RecursionError:
                 self.problem(number, f"{key}: nested too deeply to read")
+            except Exception as error:  # the last net: a line of garbage is a problem, never a crash
+                self.problem(
+                    number, f"{key}: {UNREADABLE} ({type(error).__name__}); the rest of the line was skipped"
+                )
 
     def _spans(self, number: int, resource_spans: object) -> Iterator[RunRecord]:
         def problem(text: str) -> None:
@@ -318,10 +317,15 @@ class _Reader:
                             problem,
                             details=details,
                         )
-                    except Malformed as error:
+                    except (Malformed, RecursionError, ValueError, TypeError, OverflowError) as error:
                         name = span.get("name") if type(span) is dict else None
                         label = f"span {clip(name, 60)!r}" if isinstance(name, str) else "a span"
-                        self.problem(number, f"{label} skipped: {error}")
+                        said = (
+                            error
+                            if isinstance(error, Malformed)
+                            else f"{UNREADABLE} ({type(error).__name__})"
+                        )
+                        self.problem(number, f"{label} skipped: {said}")
                         continue
                     if not assembler.add(number, read):
                         name = span.get("name") if type(span) is dict else None

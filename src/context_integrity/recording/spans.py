@@ -19,6 +19,7 @@ from ..telemetry.schema import names
 from ..text import clip, plural
 from .model import FindingRecord, RunRecord, ToolCallRecord
 from .otlp_json import (
+    MAX_UNIX_MILLIS,
     SPAN_ID_HEX_CHARS,
     STATUS_NAMES,
     TRACE_ID_HEX_CHARS,
@@ -28,6 +29,7 @@ from .otlp_json import (
     attributes,
     hex_id,
     int64,
+    unix_time,
 )
 
 Problem = Callable[[str], None]
@@ -105,12 +107,6 @@ def _id(value: object, size: int, what: str) -> str:
     return hex_id(value, size, what)
 
 
-def _nanos(value: object, what: str) -> int | None:
-    if type(value) is str and value.isdecimal():
-        return int(value)
-    return int64(value, what)
-
-
 def read_span(number: int, span: dict[str, object], problem: Problem, *, details: bool) -> SpanRead:
     """Read one span found on line ``number``. Raises :class:`Malformed` for a span
     that cannot be placed in the tree (no readable ids or name).
@@ -148,6 +144,7 @@ def read_span(number: int, span: dict[str, object], problem: Problem, *, details
             _said_skipped(name, span_id, skipped, problem)
         for text in problems:
             problem(text)
+        _clamp_last_fired(fields, span_id, problem)
         return Summary(number, trace_id, span_id, parent_id, fields)
 
     attrs = attributes(get("attributes"), skipped, _SPAN_KEYS if details else _SPAN_BRIEF_KEYS)
@@ -199,15 +196,19 @@ def read_span(number: int, span: dict[str, object], problem: Problem, *, details
     else:
         status_code, status_message = 0, ""
     status_name = STATUS_NAMES.get(status_code) or f"code {status_code}"
+
     value = get("startTimeUnixNano")
-    start = int(value) if type(value) is str and value.isdecimal() else int64(value, "startTimeUnixNano")
+    if type(value) is str and len(value) < _FAST_TIME_DIGITS and value.isdecimal():
+        start: int | None = int(value)  # the shape every writer uses
+    else:
+        start = _time(value, "startTimeUnixNano", f"span {clip(name, 60)!r} ({span_id})", problem)
     value = get("endTimeUnixNano")
     if not is_run and not details:
         end = None  # the plain report never shows when a call ended
-    elif type(value) is str and value.isdecimal():
+    elif type(value) is str and len(value) < _FAST_TIME_DIGITS and value.isdecimal():
         end = int(value)
     else:
-        end = int64(value, "endTimeUnixNano")
+        end = _time(value, "endTimeUnixNano", f"span {clip(name, 60)!r} ({span_id})", problem)
     if is_run:
         agent = schema.span_agent_name(attrs)
         if agent is None:
@@ -264,6 +265,8 @@ def _events(
     for entry in node if type(node) is list else as_list(node, "events"):
         event = entry if type(entry) is dict else as_object(entry, "an event")
         name = event.get("name")
+        if type(name) is not str:
+            continue  # not one of ours, whatever it is
         if name == names.FINDING_EVENT:
             keep = None if details else schema.FINDING_BRIEF_KEYS
         elif name in _OUR_CALL_EVENTS:
@@ -285,10 +288,10 @@ def _events(
             grounds.append(schema.decode_external_ground(attrs))
             continue
         time = event.get("timeUnixNano")
-        if type(time) is str and time.isdecimal():
+        if type(time) is str and len(time) < _FAST_TIME_DIGITS and time.isdecimal():
             at: int | None = int(time)
         else:
-            at = int64(time, "timeUnixNano")
+            at = _time(time, "timeUnixNano", f"a finding on span {clip(span_name, 60)!r}", problem)
         problems: list[str] = []
         record = schema.decode_finding(
             attrs,
@@ -309,3 +312,25 @@ def _events(
         if record.call_id is None:
             record.call_id = schema.span_tool_call_id(span_attributes)
         findings.append(record)
+
+
+# A decimal time shorter than this is in range as written (2**64 has 20 digits): read without a look.
+_FAST_TIME_DIGITS: Final = 20
+
+
+def _time(value: object, what: str, where: str, problem: Problem) -> int | None:
+    """A time in any other shape than the usual: clamped, or ``None``, and said naming ``where``."""
+    return unix_time(value, what, lambda text: problem(f"{where}: {text}"))
+
+
+def _clamp_last_fired(fields: schema.SummaryFields, span_id: str, problem: Problem) -> None:
+    """A ledger row's ``last_fired_at`` (milliseconds) clamped to the range a time can have, and said."""
+    for row in fields.rows:
+        value = row.get(schema.LAST_FIRED_FIELD)
+        if type(value) is int and not 0 <= value <= MAX_UNIX_MILLIS:
+            row[schema.LAST_FIRED_FIELD] = unix_time(
+                value,
+                f"{schema.LAST_FIRED_FIELD} of ledger row {row.get('check')}@{row.get('seam')}",
+                lambda text: problem(f"summary span {span_id}: {text}"),
+                most=MAX_UNIX_MILLIS,
+            )

@@ -20,7 +20,8 @@ Its answers keep to these rules, because a reader (often a model) will take sile
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -29,10 +30,10 @@ from typing import Any, Final
 from ..findings import KINDS
 from ..judge.registry import REGISTRY
 from ..limits import FIND_DEFAULT_LIMIT, FIND_MAX_LEDGERS, FIND_MAX_LIMIT, FIND_MESSAGE_CHARS
-from ..recording import Recording, read_recording_text
-from ..recording.foreign import as_otlp_lines
-from ..recording.model import FindingRecord, RunRecord, row_untouched
-from ..text import clip, plural
+from ..recording import Recording
+from ..recording.foreign import read_trace
+from ..recording.model import FindingRecord, RunRecord, ToolCallRecord, row_untouched
+from ..text import clip, plural, visible, visible_lines
 from .arming import how_to_arm, looks_unarmed
 
 TOOL_NAME: Final = "find_context_errors"
@@ -69,27 +70,48 @@ class Evidence:
     shape: str
 
 
-def read_evidence(source: str | os.PathLike[str] | Recording) -> Evidence | str:
-    """The source read back, or the sentence saying why there is no evidence to read."""
-    if isinstance(source, Recording):
-        return Evidence(source, source.source or "the recording given", "recording")
-    path = Path(source)
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
+def _no_evidence(path: Path, error: OSError) -> str:
+    """The sentence for a source that could not be opened."""
+    if isinstance(error, FileNotFoundError):
         return (
             f'{_PREFIX} ⚠ NO FINDING EVIDENCE: there is no file at {path}. That is "no evidence", NOT '
             '"no context errors". ' + _how_to_capture()
         )
-    except OSError as error:
-        return f"{_PREFIX} ⚠ NO FINDING EVIDENCE: {path} could not be read ({error.strerror or error})."
+    detail = error.strerror if isinstance(error.strerror, str) and error.strerror else str(error)
+    return f"{_PREFIX} ⚠ NO FINDING EVIDENCE: {path} could not be read ({clip(detail, 300)})."
+
+
+def _stream(
+    source: str | os.PathLike[str] | Recording,
+) -> tuple[Iterable[RunRecord], Recording, str, str] | str:
+    """The runs of ``source`` as they are read, where the rest of what it said will be once they
+    are, its name and its shape; or the sentence saying why there is no evidence to read."""
+    if isinstance(source, Recording):
+        return source.runs, source, source.source or "the recording given", "recording"
+    path = Path(source)
     try:
-        shape, lines = as_otlp_lines(text)
-    except (ValueError, KeyError, TypeError) as error:
-        return f"{_PREFIX} ⚠ NO FINDING EVIDENCE: {path} is not a trace this tool can read ({error})."
-    recording = read_recording_text(lines)
-    recording.source = str(path)
-    return Evidence(recording, str(path), shape)
+        shape, stream = read_trace(path)
+    except OSError as error:
+        return _no_evidence(path, error)
+    return stream, stream.rest, str(path), shape
+
+
+def read_evidence(source: str | os.PathLike[str] | Recording) -> Evidence | str:
+    """The source read back whole, or the sentence saying why there is no evidence to read.
+
+    :func:`find_context_errors` reads as it goes instead, holding only the runs in flight.
+    """
+    opened = _stream(source)
+    if isinstance(opened, str):
+        return opened
+    runs, rest, name, shape = opened
+    try:
+        read = list(runs)
+    except OSError as error:
+        return _no_evidence(Path(name), error)
+    if rest.runs is not read and not rest.runs:
+        rest.runs = read
+    return Evidence(rest, name, shape)
 
 
 def _how_to_capture() -> str:
@@ -111,34 +133,55 @@ def find_context_errors(
     ``kind`` narrows the findings listed to one defect class; ``limit`` (default
     :data:`~context_integrity.limits.FIND_DEFAULT_LIMIT`, at most
     :data:`~context_integrity.limits.FIND_MAX_LIMIT`) caps how many are listed. Never raises on
-    what it reads: an unreadable source is an answer too.
+    what it reads: an unreadable source is an answer too. The source is read as it goes: memory
+    follows the runs in flight, not the size of the trace.
+
+    Every line of the answer passes :func:`~context_integrity.text.visible`: a control character
+    a recorded string holds is written as its escape, never handed to a terminal or a model raw.
     """
-    shown_limit = _clamp(limit)
-    evidence = read_evidence(source)
-    if isinstance(evidence, str):
+    try:
+        lines = _answer(source, kind, _clamp(limit))
+    except Exception as error:  # the last net: an answer, never an exception (the fuzz keeps it unused)
+        lines = [_could_not_read(error)]
+    return "\n".join(visible_lines(lines))
+
+
+def _could_not_read(error: Exception) -> str:
+    return f"{_PREFIX} could not read the trace ({type(error).__name__}: {clip(str(error), 200)})."
+
+
+def _answer(source: str | os.PathLike[str] | Recording, kind: str | None, shown_limit: int) -> list[str]:
+    """The answer's lines (a one-sentence answer is one line)."""
+    opened = _stream(source)
+    if isinstance(opened, str):
         refusal = _refuse_kind(kind, ())
-        return refusal if refusal is not None else evidence
-    recording = evidence.recording
-    every = _all_findings(recording)
-    refusal = _refuse_kind(kind, every)
+        return [refusal if refusal is not None else opened]
+    runs, rest, name, shape = opened
+    gathered = _Gathered(kind, shown_limit)
+    try:
+        for run in runs:
+            gathered.run(run)
+    except OSError as error:  # the file went away, or a disk failed, part-way
+        return [_no_evidence(Path(name), error)]
+    gathered.loose(rest.loose_calls)
+    refusal = _refuse_kind(kind, gathered.kinds)
     if refusal is not None:
-        return refusal
-    if recording.spans == 0:
-        problems = f" ({recording.problems[0]})" if recording.problems else ""
-        return (
-            f"{_PREFIX} ⚠ NO FINDING EVIDENCE: {evidence.source} holds no spans{problems}. That is "
+        return [refusal]
+    if rest.spans == 0:
+        problems = f" ({rest.problems[0]})" if rest.problems else ""
+        return [
+            f"{_PREFIX} ⚠ NO FINDING EVIDENCE: {name} holds no spans{problems}. That is "
             '"no evidence", NOT "no context errors". ' + _how_to_capture()
-        )
-    ledgers = [run for run in recording.runs if run.ledger is not None]
-    if not every and not ledgers:
-        return (
-            f"{_PREFIX} ⚠ {evidence.source} carries no Context Integrity events: "
-            f"{plural(recording.spans, 'span')} read ({evidence.shape}), neither a finding nor a "
+        ]
+    if not gathered.every and not gathered.ledgers:
+        return [
+            f"{_PREFIX} ⚠ {name} carries no Context Integrity events: "
+            f"{plural(rest.spans, 'span')} read ({shape}), neither a finding nor a "
             'disposition ledger among them. Read it as "no evidence": the agent was not instrumented '
             "with context-integrity, or its events were dropped on the way (a collector filter, "
             "sampling). " + _how_to_capture()
-        )
-    return _Answer(recording, every, ledgers, kind, shown_limit).text()
+        ]
+    return _Answer(gathered).lines()
 
 
 def _clamp(limit: int | None) -> int:
@@ -147,15 +190,9 @@ def _clamp(limit: int | None) -> int:
     return max(1, min(limit, FIND_MAX_LIMIT))
 
 
-def _all_findings(recording: Recording) -> list[FindingRecord]:
-    found = [f for run in recording.runs for f in run.findings]
-    found += [f for call in recording.loose_calls for f in call.findings]
-    return found
-
-
-def _refuse_kind(kind: str | None, recorded: Sequence[FindingRecord]) -> str | None:
+def _refuse_kind(kind: str | None, recorded: Iterable[str]) -> str | None:
     """The refusal for a kind nothing can answer about, or ``None`` (answerable, or recorded anyway)."""
-    if kind is None or kind in filable_kinds() or any(f.kind == kind for f in recorded):
+    if kind is None or kind in filable_kinds() or kind in recorded:
         return None
     can = ", ".join(filable_kinds())
     if kind not in KINDS:
@@ -173,7 +210,10 @@ def _refuse_kind(kind: str | None, recorded: Sequence[FindingRecord]) -> str | N
 
 def _when_ms(value: object) -> str | None:
     if isinstance(value, int) and not isinstance(value, bool):
-        moment = datetime.fromtimestamp(value / 1000, tz=timezone.utc)
+        try:
+            moment = datetime.fromtimestamp(value / 1000, tz=timezone.utc)
+        except (OverflowError, ValueError, OSError):  # a ledger built by hand, past any time
+            return None
         return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
     return None
 
@@ -187,113 +227,178 @@ def _row_name(row: Mapping[str, object]) -> str:
     return f"{row.get('check')}@{row.get('seam')}"
 
 
-class _Answer:
-    def __init__(
-        self,
-        recording: Recording,
-        every: list[FindingRecord],
-        ledgers: list[RunRecord],
-        kind: str | None,
-        limit: int,
-    ) -> None:
-        self.recording = recording
-        self.ledgers = ledgers
+@dataclass(slots=True)
+class _Shown:
+    """One finding the answer lists, and the run it was filed in (``None``: outside any run)."""
+
+    finding: FindingRecord
+    agent: str | None
+    trace_id: str | None
+
+
+class _Gathered:
+    """What the answer needs of a trace, taken run by run as the reader hands them out: counts,
+    the first findings to list, the ledgers' rows summed, the last ledgers to print. Its size
+    follows the answer's bounds, never the trace's."""
+
+    def __init__(self, kind: str | None, limit: int) -> None:
         self.kind = kind
         self.limit = limit
-        self.every = every
-        self.matching = [f for f in every if kind is None or f.kind == kind]
-        self.defects = [f for f in self.matching if not f.advisory]
-        self.advisories = [f for f in self.matching if f.advisory]
-        self.run_of = {id(f): run for run in recording.runs for f in run.findings}
+        self.every = 0
+        # The kinds filed, as far as the answer ever names them (a hostile trace may hold any number).
+        self.kinds: set[str] = set()
+        self.defects: list[_Shown] = []
+        self.advisories: list[_Shown] = []
+        self.defect_count = 0
+        self.advisory_count = 0
+        self.runs = 0
+        self.ledgers = 0
+        self.in_runs = 0  # findings of the kind asked, in runs that have a ledger
+        self.loose_findings = 0
+        # Over the ledger rows of the kind asked (all rows without one): checked encounters per row
+        # name (the first names only), and the counts the headline and the footnotes read.
+        self.checked: dict[str, int] = {}
+        self.row_names = 0
+        self.relevant_rows = 0
+        self.unreachable = 0
+        self.not_applicable = 0
+        self.counted = 0  # findings the relevant rows count
+        self.last: deque[list[str]] = deque(maxlen=FIND_MAX_LEDGERS)
+
+    def _finding(self, finding: FindingRecord, run: RunRecord | None) -> None:
+        self.every += 1
+        if len(self.kinds) < _MAX_KINDS_NAMED:
+            self.kinds.add(finding.kind)
+        if self.kind is not None and finding.kind != self.kind:
+            return
+        shown = self.advisories if finding.advisory else self.defects
+        if finding.advisory:
+            self.advisory_count += 1
+        else:
+            self.defect_count += 1
+        if len(shown) < self.limit:
+            shown.append(_Shown(finding, run.agent if run else None, run.trace_id if run else None))
+
+    def run(self, run: RunRecord) -> None:
+        self.runs += 1
+        for finding in run.findings:
+            self._finding(finding, run)
+        if run.ledger is None:
+            self.last.append(_Answer.ledger_lines(run))
+            return
+        self.ledgers += 1
+        self.in_runs += sum(1 for f in run.findings if self.kind is None or f.kind == self.kind)
+        for row in run.ledger:
+            if self.kind is not None and row.get("check") != self.kind:
+                continue
+            self.relevant_rows += 1
+            name = _row_name(row)
+            if name in self.checked or len(self.checked) < _MAX_ROW_NAMES:
+                self.checked[name] = self.checked.get(name, 0) + _count(row, "checked")
+            self.unreachable += _count(row, "unreachable")
+            self.not_applicable += _count(row, "not_applicable")
+            self.counted += _count(row, "findings")
+        self.last.append(_Answer.ledger_lines(run))
+
+    def loose(self, calls: Sequence[ToolCallRecord]) -> None:
+        for call in calls:
+            for finding in call.findings:
+                self.loose_findings += 1
+                self._finding(finding, None)
+
+
+# The distinct kinds and ledger row names an answer keeps while it reads (a real trace has a few).
+_MAX_KINDS_NAMED: Final = 64
+_MAX_ROW_NAMES: Final = 256
+
+
+class _Answer:
+    def __init__(self, gathered: _Gathered) -> None:
+        self.g = gathered
+        self.kind = gathered.kind
+        self.limit = gathered.limit
 
     # -- the parts ------------------------------------------------------
-    def text(self) -> str:
+    def lines(self) -> list[str]:
         lines = [f"{_PREFIX} {self.headline()}"]
-        shown = (self.defects + self.advisories)[: self.limit]
-        for number, finding in enumerate(shown, start=1):
-            lines.extend(self.finding_lines(number, finding))
+        shown = (self.g.defects + self.g.advisories)[: self.limit]
+        for number, entry in enumerate(shown, start=1):
+            lines.extend(self.finding_lines(number, entry))
         lines.extend(self.footnotes())
         lines.extend(self.checkers())
         lines.append(f"{_BOUND} (no check in this build can file: {', '.join(unfilable_kinds()) or 'none'}).")
         lines.append(self.next_hint(shown))
-        return "\n".join(lines)
-
-    def rows(self) -> list[dict[str, object]]:
-        return [row for run in self.ledgers for row in (run.ledger or [])]
+        return lines
 
     def headline(self) -> str:
-        rows = self.rows()
-        ledger_findings = sum(_count(r, "findings") for r in rows if self.kind in (None, r.get("check")))
-        if ledger_findings and not self.every:
+        g = self.g
+        if g.counted and not g.every:
             return (
-                f"⚠ EVIDENCE MISSING: the ledgers count {plural(ledger_findings, 'failing encounter')}, but "
+                f"⚠ EVIDENCE MISSING: the ledgers count {plural(g.counted, 'failing encounter')}, but "
                 "the trace carries no finding events (dropped at the SDK's per-span event limit, removed "
                 "by a collector, or lost to sampling). That is the opposite of a clean run."
             )
-        if self.matching:
-            advisory = f", plus {plural(len(self.advisories), 'advisory', 'advisories')} (counted apart)"
-            total = len(self.defects) + len(self.advisories)
+        total = g.defect_count + g.advisory_count
+        if total:
+            advisory = f", plus {plural(g.advisory_count, 'advisory', 'advisories')} (counted apart)"
             about = f" of kind {self.kind!r}" if self.kind else ""
             return (
-                f"{plural(len(self.defects), 'finding')}{about} filed across "
-                f"{plural(len(self.recording.runs), 'run')}{advisory if self.advisories else ''} "
+                f"{plural(g.defect_count, 'finding')}{about} filed across "
+                f"{plural(g.runs, 'run')}{advisory if g.advisory_count else ''} "
                 f"(showing {min(self.limit, total)} of {total})."
             )
-        if self.kind is not None and self.every:
-            filed = sorted({f.kind for f in self.every})
+        if self.kind is not None and g.every:
+            filed = sorted(g.kinds)
             return f"no {self.kind!r} finding filed. The findings filed were of: {', '.join(filed)}. " + (
-                self.coverage(rows, only=self.kind)
+                self.coverage(opening=False)
             )
-        return "none filed" + self.coverage(rows, only=self.kind, opening=True)
+        return "none filed" + self.coverage(opening=True)
 
-    def coverage(self, rows: list[dict[str, object]], *, only: str | None, opening: bool = False) -> str:
-        if not self.ledgers:
+    def coverage(self, *, opening: bool) -> str:
+        g = self.g
+        if not g.ledgers:
             return (
                 ", AND NOTHING RECORDS WHICH CHECKS RAN: no disposition ledger was recorded, so this "
                 "cannot tell a clean run from checks that never looked."
             ).lstrip(", " if not opening else "")
-        relevant = [r for r in rows if only is None or r.get("check") == only]
-        if not relevant:
+        if not g.relevant_rows:
+            only = self.kind
             return (
                 ". ⚠ NO CHECK WAS REGISTERED" + (f" for {only!r}" if only else "") + ": nothing looked."
             ).lstrip(". " if not opening else "")
-        checked: dict[str, int] = {}
-        for row in relevant:
-            checked[_row_name(row)] = checked.get(_row_name(row), 0) + _count(row, "checked")
-        total = sum(checked.values())
+        total = sum(g.checked.values())
         if total == 0:
-            why = self.why_nothing(relevant)
-            return (". ⚠ NOTHING WAS CHECKED: " + why).lstrip(". " if not opening else "")
-        silent = [name for name, count in checked.items() if count == 0]
+            return (". ⚠ NOTHING WAS CHECKED: " + self.why_nothing()).lstrip(". " if not opening else "")
+        silent = [name for name, count in g.checked.items() if count == 0]
         if silent:
             named = ", ".join(silent[:_MAX_SILENT_NAMED])
             more = f" and {len(silent) - _MAX_SILENT_NAMED} more" if len(silent) > _MAX_SILENT_NAMED else ""
             return (
-                f", ⚠ AND COVERAGE IS PARTIAL: {len(silent)} of {plural(len(checked), 'registered check')} "
+                f", ⚠ AND COVERAGE IS PARTIAL: {len(silent)} of {plural(len(g.checked), 'registered check')} "
                 f"checked nothing ({named}{more}); {plural(total, 'encounter')} were checked by the others."
             ).lstrip(", " if not opening else "")
         return (
-            f". All {plural(len(checked), 'registered check')} below RAN "
+            f". All {plural(len(g.checked), 'registered check')} below RAN "
             f"({plural(total, 'checked encounter')})."
         ).lstrip(". " if not opening else "")
 
-    @staticmethod
-    def why_nothing(rows: list[dict[str, object]]) -> str:
-        unreachable = sum(_count(r, "unreachable") for r in rows)
-        not_applicable = sum(_count(r, "not_applicable") for r in rows)
+    def why_nothing(self) -> str:
+        g = self.g
         reasons = []
-        if unreachable:
-            reasons.append(f"{plural(unreachable, 'encounter')} unreachable (the evidence was missing)")
-        if not_applicable:
-            reasons.append(f"{not_applicable} not applicable (not armed, or never met a subject)")
+        if g.unreachable:
+            reasons.append(f"{plural(g.unreachable, 'encounter')} unreachable (the evidence was missing)")
+        if g.not_applicable:
+            reasons.append(f"{g.not_applicable} not applicable (not armed, or never met a subject)")
         detail = "; ".join(reasons) or "no row recorded any encounter"
-        which = "every registered check" if len({_row_name(r) for r in rows}) > 1 else f"{_row_name(rows[0])}"
+        which = "every registered check" if len(g.checked) > 1 else next(iter(g.checked), "the check")
         return f"{which} was out of scope or unreachable ({detail}). Nothing filed means nothing here."
 
-    def finding_lines(self, number: int, finding: FindingRecord) -> list[str]:
+    def finding_lines(self, number: int, entry: _Shown) -> list[str]:
+        finding = entry.finding
         where = [f"{finding.kind or '?'} @{finding.seam or '?'}"]
-        run = self.run_of.get(id(finding))
-        where.append(f"run {run.agent} (trace {run.trace_id})" if run is not None else "outside any run")
+        where.append(
+            f"run {entry.agent} (trace {entry.trace_id})" if entry.agent is not None else "outside any run"
+        )
         if finding.tool_name:
             where.append(f"tool {finding.tool_name}")
         if finding.call_id:
@@ -327,39 +432,32 @@ class _Answer:
         return lines
 
     def footnotes(self) -> list[str]:
+        g = self.g
         notes: list[str] = []
-        shown = len(self.defects) + len(self.advisories)
+        shown = g.defect_count + g.advisory_count
         if shown > self.limit:
             notes.append(
                 f"({shown - self.limit} more not shown; call again with a larger limit, at most {FIND_MAX_LIMIT}.)"
             )
-        in_runs = [
-            f for run in self.ledgers for f in run.findings if self.kind is None or f.kind == self.kind
-        ]
-        counted = sum(
-            _count(r, "findings") for r in self.rows() if self.kind is None or r.get("check") == self.kind
-        )
-        if counted > len(in_runs):
+        if g.counted > g.in_runs:
             notes.append(
-                f"Note: the ledgers count {plural(counted, 'failing encounter')} for "
-                f"{plural(len(in_runs), 'distinct finding')}: a defect is filed once per run however "
+                f"Note: the ledgers count {plural(g.counted, 'failing encounter')} for "
+                f"{plural(g.in_runs, 'distinct finding')}: a defect is filed once per run however "
                 "often it is re-detected, and every encounter that re-detects it is counted."
             )
-        loose = [f for call in self.recording.loose_calls for f in call.findings]
-        if loose:
+        if g.loose_findings:
             notes.append(
-                f"Note: {plural(len(loose), 'finding')} came from tool calls outside any run, which have no ledger."
+                f"Note: {plural(g.loose_findings, 'finding')} came from tool calls outside any run, which have no ledger."
             )
         return notes
 
     def checkers(self) -> list[str]:
         lines: list[str] = []
-        runs = self.recording.runs
-        shown = runs[-FIND_MAX_LEDGERS:]
-        if len(runs) > len(shown):
-            lines.append(f"CHECKERS: the ledgers of the last {len(shown)} of {plural(len(runs), 'run')}:")
-        for run in shown:
-            lines.extend(self.ledger_lines(run))
+        g = self.g
+        if g.runs > len(g.last):
+            lines.append(f"CHECKERS: the ledgers of the last {len(g.last)} of {plural(g.runs, 'run')}:")
+        for ledger in g.last:
+            lines.extend(ledger)
         return lines
 
     @staticmethod
@@ -408,9 +506,9 @@ class _Answer:
             lines.append(f"  ... and {len(run.unreachable) - _MAX_REASONS} more reasons")
         return lines
 
-    def next_hint(self, shown: list[FindingRecord]) -> str:
+    def next_hint(self, shown: list[_Shown]) -> str:
         if shown:
-            first = shown[0]
+            first = shown[0].finding
             return f"Next: open span {first.span_id} of trace {first.trace_id} in your trace UI to see it in place."
         return (
             "Next: arm the checks that checked nothing (see the README's ledger table for what arms each), "
@@ -462,7 +560,8 @@ def call_tool(source: str | os.PathLike[str] | Recording, arguments: Mapping[str
     given = dict(arguments or {})
     unknown = sorted(set(given) - {"kind", "limit"})
     if unknown:
-        return f"{_PREFIX} unknown argument(s) {', '.join(map(repr, unknown))}; it takes 'kind' and 'limit'."
+        named = ", ".join(repr(clip(str(name), 80)) for name in unknown[:5])
+        return visible(f"{_PREFIX} unknown argument(s) {named}; it takes 'kind' and 'limit'.")
     kind = given.get("kind")
     limit = given.get("limit")
     try:
@@ -472,4 +571,4 @@ def call_tool(source: str | os.PathLike[str] | Recording, arguments: Mapping[str
             limit=limit if isinstance(limit, int) else None,
         )
     except Exception as error:  # a tool answer, never an exception into the agent
-        return f"{_PREFIX} could not read the trace ({type(error).__name__}: {clip(str(error), 200)})."
+        return visible(_could_not_read(error))

@@ -2,7 +2,12 @@
 
 Per run: its tool and model calls as a timeline, each finding with its message beside its
 witnesses, and the ledger as a table in which never-ran and unreachable rows stand out. Across
-runs: findings per kind and per tool as bar charts. Every recorded string is escaped.
+runs: findings per kind and per tool as bar charts. Every recorded string is shown
+(:func:`~context_integrity.text.visible`: no control or bidi override is written raw) and escaped.
+
+The page is written as the recording is read: the first :data:`~context_integrity.limits.MAX_HTML_RUNS`
+runs are shown in full, the rest are counted (in the summary and the charts), so a recording of any
+size makes a page a browser opens at once, in the memory of the runs in flight.
 """
 
 from __future__ import annotations
@@ -14,9 +19,11 @@ from html import escape
 from typing import Final
 
 from ..ledger import ROW_FIELDS
+from ..limits import MAX_HTML_CHART_BARS, MAX_HTML_FINDINGS_PER_RUN, MAX_HTML_RUNS
 from ..recording.model import FindingRecord, Recording, RunRecord, ToolCallRecord, row_untouched
+from ..recording.reader import RecordingStream
 from ..telemetry.schema import COUNT_FIELDS, LAST_FIRED_FIELD, names
-from ..text import plural
+from ..text import plural, visible
 from .arming import unarmed_hints
 
 _STYLE: Final = """
@@ -52,18 +59,25 @@ tr.fired td.findings { color: #b42318; font-weight: 700; }
 
 
 def _e(value: object) -> str:
-    return escape("" if value is None else str(value), quote=True)
+    # Controls and bidi overrides shown as their escapes: a recorded string cannot reorder the page.
+    return escape(visible("" if value is None else str(value)), quote=True)
 
 
 def _when(nanos: int | None) -> str:
     if nanos is None:
         return "-"
-    return datetime.fromtimestamp(nanos / 1e9, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    try:
+        return datetime.fromtimestamp(nanos / 1e9, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except (OverflowError, ValueError, OSError):  # a record built by hand, past any time
+        return "(out of range)"
 
 
 def _last_fired(value: object) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
-        return datetime.fromtimestamp(value / 1000, tz=timezone.utc).strftime("%H:%M:%S.%f")[:-3]
+        try:
+            return datetime.fromtimestamp(value / 1000, tz=timezone.utc).strftime("%H:%M:%S.%f")[:-3]
+        except (OverflowError, ValueError, OSError):
+            return "(out of range)"
     return "-"
 
 
@@ -175,16 +189,25 @@ def _judged(run: RunRecord) -> str:
 
 
 def _run(index: int, run: RunRecord) -> str:
+    shown = run.findings[:MAX_HTML_FINDINGS_PER_RUN]
     findings = (
-        "".join(_finding(f) for f in run.findings)
-        or '<p class="muted">No findings were filed in this run.</p>'
-    ) + _judged(run)
+        "".join(_finding(f) for f in shown) or '<p class="muted">No findings were filed in this run.</p>'
+    )
+    if len(run.findings) > len(shown):
+        findings += (
+            f'<p class="muted">… and {plural(len(run.findings) - len(shown), "more finding")}, not shown '
+            "(`context-integrity report -v` lists every one).</p>"
+        )
+    findings += _judged(run)
     return (
         f'<section class="run" id="run-{index}"><h2>Run {index}: {_e(run.agent)}</h2>'
         f'<p class="muted">trace <code>{_e(run.trace_id)}</code> · started {_e(_when(run.start_time_unix_nano))} · '
         f"{plural(len(run.tool_calls), 'tool call')} · {plural(len(run.findings), 'finding')}</p>"
         f"<h3>Timeline</h3>{_timeline(run)}<h3>Findings</h3>{findings}<h3>Ledger</h3>{_ledger(run)}</section>"
     )
+
+
+_OTHER: Final = "(all others)"
 
 
 def _chart(title: str, counts: Mapping[str, int], css: str) -> str:
@@ -194,36 +217,77 @@ def _chart(title: str, counts: Mapping[str, int], css: str) -> str:
     rows = "".join(
         f'<div class="row"><span>{_e(label)}</span><div class="fill {css}" style="width:{count / top * 100:.1f}%">'
         f"</div><span>{count}</span></div>"
-        for label, count in sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+        for label, count in sorted(counts.items(), key=lambda item: (item[0] == _OTHER, -item[1], item[0]))
     )
     return f'<h3>{_e(title)}</h3><div class="chart">{rows}</div>'
 
 
-def _all_findings(recording: Recording) -> Iterable[FindingRecord]:
-    yield from (f for run in recording.runs for f in run.findings)
-    yield from (f for call in recording.loose_calls for f in call.findings)
+class _Bars(Counter[str]):
+    """Counts per label, of at most :data:`MAX_HTML_CHART_BARS` labels: past them, one bar for all others."""
+
+    def add(self, label: str) -> None:
+        if label in self or len(self) < MAX_HTML_CHART_BARS - 1:
+            self[label] += 1
+        else:
+            self[_OTHER] += 1
 
 
 def _loose(calls: list[ToolCallRecord]) -> str:
     if not calls:
         return ""
-    items = "".join(_finding(f) for call in calls for f in call.findings)
+    findings = [f for call in calls for f in call.findings]
+    items = "".join(_finding(f) for f in findings[:MAX_HTML_FINDINGS_PER_RUN])
+    if len(findings) > MAX_HTML_FINDINGS_PER_RUN:
+        items += (
+            f'<p class="muted">… and {plural(len(findings) - MAX_HTML_FINDINGS_PER_RUN, "more finding")}.</p>'
+        )
     return (
         f'<section class="run"><h2>Calls outside any run ({len(calls)})</h2>'
         f"{items or '<p class=muted>No findings.</p>'}</section>"
     )
 
 
-def format_html(recording: Recording, *, title: str = "context-integrity report") -> str:
-    """The recording as one self-contained HTML page."""
-    every = list(_all_findings(recording))
-    by_kind = Counter(f.kind for f in every if f.kind)
-    by_tool = Counter(f.tool_name or "(no tool)" for f in every)
-    never_ran = sum(len(run.never_ran()) for run in recording.runs)
-    problems = "".join(f"<li>{_e(p)}</li>" for p in recording.problems)
+def format_html(recording: Recording | RecordingStream, *, title: str = "context-integrity report") -> str:
+    """The recording as one self-contained HTML page; a :class:`RecordingStream` is read as the page
+    is written (the first :data:`~context_integrity.limits.MAX_HTML_RUNS` runs in full, the rest
+    counted)."""
+    runs: Iterable[RunRecord]
+    if isinstance(recording, RecordingStream):
+        runs, rest = recording, recording.rest
+    else:
+        runs, rest = recording.runs, recording
+    by_kind, by_tool = _Bars(), _Bars()
+    sections: list[str] = []
+    run_count = findings = never_ran = 0
+    for run in runs:
+        run_count += 1
+        never_ran += len(run.never_ran())
+        for finding in run.findings:
+            findings += 1
+            if finding.kind:
+                by_kind.add(finding.kind)
+            by_tool.add(finding.tool_name or "(no tool)")
+        if run_count <= MAX_HTML_RUNS:
+            sections.append(_run(run_count, run))
+    for finding in (f for call in rest.loose_calls for f in call.findings):
+        findings += 1
+        if finding.kind:
+            by_kind.add(finding.kind)
+        by_tool.add(finding.tool_name or "(no tool)")
+    if run_count > MAX_HTML_RUNS:
+        sections.append(
+            f'<section class="run"><h2>{plural(run_count - MAX_HTML_RUNS, "more run")}</h2>'
+            f'<p class="muted">The page shows the first {MAX_HTML_RUNS} of {plural(run_count, "run")} in full '
+            "(limits.MAX_HTML_RUNS); the summary and the charts above count every one. "
+            "<code>context-integrity report</code> prints them all.</p></section>"
+        )
+    problem_count = len(rest.problems) + rest.unlisted_problems
+    problems = "".join(f"<li>{_e(p)}</li>" for p in rest.problems)
+    if rest.unlisted_problems:
+        problems += f"<li>… and {rest.unlisted_problems} more, not listed</li>"
     summary = (
-        f"{plural(len(recording.runs), 'run')} · {plural(len(every), 'finding')} · "
-        f"{plural(never_ran, 'never-ran row')} · {plural(len(recording.problems), 'problem')}"
+        f"{plural(run_count, 'run')} · {plural(findings, 'finding')} · "
+        f"{plural(never_ran, 'never-ran row')} · {plural(problem_count, 'problem')}"
     )
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
@@ -231,12 +295,12 @@ def format_html(recording: Recording, *, title: str = "context-integrity report"
         # Nothing may load from anywhere: the page is read offline, attached to a ticket, opened in CI.
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"
         f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>"
-        f'<header><h1>{_e(title)}</h1><p class="muted">{_e(recording.source or "")}</p>'
+        f'<header><h1>{_e(title)}</h1><p class="muted">{_e(rest.source or "")}</p>'
         f'<p id="summary">{_e(summary)}</p></header><main>'
         f'<section class="summary"><h2>Across runs</h2>{_chart("Findings by kind", by_kind, "")}'
         f"{_chart('Findings by tool', by_tool, 'tool')}</section>"
-        + "".join(_run(i, run) for i, run in enumerate(recording.runs, start=1))
-        + _loose(recording.loose_calls)
+        + "".join(sections)
+        + _loose(rest.loose_calls)
         + (
             f'<section class="run"><h2>Problems reading the recording</h2><ul>{problems}</ul></section>'
             if problems

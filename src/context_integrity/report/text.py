@@ -21,7 +21,7 @@ from ..ledger import ROW_FIELDS
 from ..recording.model import FindingRecord, Recording, RunRecord, ToolCallRecord
 from ..recording.reader import RecordingStream
 from ..telemetry.schema import COUNT_FIELDS, LAST_FIRED_FIELD, ROW_IDENTITY, names
-from ..text import plural
+from ..text import plural, visible, visible_lines
 from .arming import unarmed_hints
 
 _WIDTH: Final = 100
@@ -38,7 +38,10 @@ def _when(nanos: int | None) -> str:
     if nanos is None:
         return _ABSENT
     seconds, rest = divmod(nanos, 1_000_000_000)
-    return f"{_second(seconds)}.{rest // 1_000_000:03d}Z"
+    try:
+        return f"{_second(seconds)}.{rest // 1_000_000:03d}Z"
+    except (OverflowError, ValueError, OSError):  # a record built by hand, past any time (the reader clamps)
+        return "(out of range)"
 
 
 def _last_fired(value: object) -> str:
@@ -66,7 +69,11 @@ _MAX_WRAPPED: Final = 1024  # distinct texts whose wrapping is remembered: messa
 
 @functools.lru_cache(maxsize=_MAX_WRAPPED)
 def _wrapped(text: str, indent: str) -> tuple[str, ...]:
-    """``text`` wrapped to the report width: greedy, words kept whole unless longer than a line."""
+    """``text`` wrapped to the report width: greedy, words kept whole unless longer than a line.
+
+    Shown before it is wrapped (:func:`~context_integrity.text.visible`): a newline or another
+    control a recorded string holds is written, never obeyed."""
+    text = visible(text)
     limit = max(_WIDTH - len(indent), 1)
     bare = indent.rstrip()
     lines: list[str] = []
@@ -107,7 +114,7 @@ def _finding_lines(number: int, finding: FindingRecord, indent: str, *, verbose:
     if finding.call_id:
         head += f", call {finding.call_id}"
     body = indent + "   "
-    lines = [head, *_wrapped(finding.message or "(no message recorded)", body)]
+    lines = [head, *_wrap(finding.message or "(no message recorded)", body)]
     if verbose:
         lines.append(f"{body}on span: {finding.span_name} ({finding.span_id})")
         if finding.subjects:
@@ -344,19 +351,23 @@ def write_report(
     else:
         runs, rest = source, source.rest
     if rest.source:
-        out.write(f"recording: {rest.source}\n")
+        out.write(f"recording: {visible(rest.source)}\n")
         if rest.rotated:
             out.write(
-                f"  (it rotated: older records are in {rest.rotated}; "
-                f"read them with `context-integrity report {rest.rotated}`)\n"
+                visible(
+                    f"  (it rotated: older records are in {rest.rotated}; "
+                    f"read them with `context-integrity report {rest.rotated}`)"
+                )
+                + "\n"
             )
         out.write("\n")
     tally = _Tally()
+    # Every line passes visible(): what a recording holds never reaches the terminal as a control.
     for run in runs:
         lines = _run_lines(tally.runs + 1, run, verbose=verbose, tally=tally)
         lines.append("")  # one write per run, ending in its newline
-        out.write("\n".join(lines))
-    out.write("\n".join(_rest_lines(rest, verbose=verbose, tally=tally)))
+        out.write("\n".join(visible_lines(lines)))
+    out.write("\n".join(visible_lines(_rest_lines(rest, verbose=verbose, tally=tally))))
     out.write("\n")
 
 

@@ -3,8 +3,10 @@
 Written once for every kind of span (a run, a model call, a tool call; ours or a host's we
 adopted), so the three say the same thing the same way. Everything that leaves here passes
 :func:`clipped`: no string longer than ``limits.MAX_ATTRIBUTE_CHARS`` is ever exported, whatever
-a tool named itself or returned; opt-in content (:func:`content`) is clipped at
-``limits.MAX_CONTENT_CHARS``.
+a tool named itself or returned, and opt-in content (:func:`content`) is clipped at
+``limits.MAX_CONTENT_CHARS``. Before that, every value a tool, a model or a user handed the run
+passes the application's redaction hook whole (:mod:`context_integrity.redaction`): a finding is
+rendered from its quoted values only after the hook has seen them, once per encounter.
 
 Findings go on the span BEFORE it ends: the Python SDK drops events added to an ended span.
 """
@@ -14,8 +16,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import traceback
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, cast
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 from opentelemetry import trace
 from opentelemetry.trace import Span, Status, StatusCode
@@ -23,7 +25,14 @@ from opentelemetry.util.types import AttributeValue
 
 from ..findings import ExternalGrounding, Finding, kinds_of
 from ..ledger import CheckId
-from ..limits import MAX_ATTRIBUTE_CHARS, MAX_CONTENT_CHARS, MAX_STACKTRACE_CHARS, MAX_STACKTRACE_FRAMES
+from ..limits import (
+    MAX_ATTRIBUTE_CHARS,
+    MAX_CONTENT_CHARS,
+    MAX_REDACTED_CHARS,
+    MAX_STACKTRACE_CHARS,
+    MAX_STACKTRACE_FRAMES,
+)
+from ..redaction import REDACTED, Redaction, Redactor, rendered_finding
 from ..text import bounded_json, clip, exception_message, render_value
 from .instrumentation import instrumentation_version
 from .schema import names
@@ -39,41 +48,11 @@ logger = logging.getLogger("context_integrity")
 # An ERROR status description is read by people in a trace UI, not parsed: a line, not a page.
 _MAX_STATUS_CHARS = 256
 
-# What an exported text becomes when the application's redaction hook raised on it.
-REDACTED: Final = "[redacted]"
 
-Redactor = Callable[[str], str]
-
-
-def redact(text: str, hook: Redactor | None) -> str:
-    """``text`` as the application's hook lets it leave (clipped); all of it redacted if the hook fails."""
-    if hook is None:
-        return clip(text, MAX_ATTRIBUTE_CHARS)
-    try:
-        out = hook(text)
-    except Exception:  # a broken hook must not leak what it was meant to hide
-        return REDACTED
-    return clip(out, MAX_ATTRIBUTE_CHARS) if isinstance(out, str) else REDACTED
-
-
-def _redacted_keys(attributes: Mapping[str, object]) -> list[str]:
-    keys = [names.FINDING_MESSAGE, names.EXTERNAL_GROUND_VALUE]
-    count = attributes.get(names.FINDING_WITNESS_COUNT)
-    for index in range(count if isinstance(count, int) else 0):
-        keys.append(names.witness_attribute(index, "value"))
-        keys.append(names.witness_attribute(index, "provenance"))
-    return keys
-
-
-def redacted(attributes: dict[str, AttributeValue], hook: Redactor | None) -> dict[str, AttributeValue]:
-    """Every witness value, provenance and message through the hook (the rest as it is)."""
-    if hook is None:
-        return attributes
-    for key in _redacted_keys(attributes):
-        value = attributes.get(key)
-        if value is not None:
-            attributes[key] = redact(value if isinstance(value, str) else str(value), hook)
-    return attributes
+def redact(text: str, hook: Redactor | None, limit: int = MAX_ATTRIBUTE_CHARS) -> str:
+    """``text``, which came from a tool, a model or a user, as the hook lets it leave: handed to the
+    hook whole, then clipped to ``limit``; all of it redacted if the hook fails."""
+    return clip(Redaction(hook).whole(text), limit)
 
 
 def _hook() -> Redactor | None:
@@ -83,12 +62,14 @@ def _hook() -> Redactor | None:
     return inst.redact if inst is not None else None
 
 
-def _stacktrace(error: BaseException) -> str:
+def _stacktrace(error: BaseException, hook: Redactor | None) -> str:
+    """The exception's innermost frames; its message and the source lines it shows are the world's,
+    so the hook sees the whole text before it is clipped."""
     try:
         lines = traceback.format_exception(
             type(error), error, error.__traceback__, limit=MAX_STACKTRACE_FRAMES
         )
-        return clip("".join(lines), MAX_STACKTRACE_CHARS)
+        return redact("".join(lines), hook, MAX_STACKTRACE_CHARS)
     except Exception:
         return type(error).__qualname__
 
@@ -109,16 +90,33 @@ _MAX_LOGGED_FAILURES = 256
 def record_internal_error(span: Span | None, where: str, error: BaseException) -> None:
     """Log our own failure and put it on the record; the host never sees it."""
     key = (where, type(error).__qualname__)
+    hook = _hook()
+    # The exception's message may quote what a tool handed us: with a redaction hook set, the log
+    # line carries it (and the stack trace) as the hook lets it leave, never the raw exception.
+    said: object = (
+        error if hook is None else f"{type(error).__qualname__}: {redact(exception_message(error), hook)}"
+    )
     if key not in _LOGGED_FAILURES and len(_LOGGED_FAILURES) < _MAX_LOGGED_FAILURES:
         _LOGGED_FAILURES.add(key)
-        logger.error(
-            "context_integrity: %s failed: %r (the agent was not affected; repeats are logged at debug)",
-            where,
-            error,
-            exc_info=error,
-        )
+        if hook is None:
+            logger.error(
+                "context_integrity: %s failed: %r (the agent was not affected; repeats are logged at debug)",
+                where,
+                error,
+                exc_info=error,
+            )
+        else:
+            logger.error(
+                "context_integrity: %s failed: %s (the agent was not affected; repeats are logged at "
+                "debug)\n%s",
+                where,
+                said,
+                _stacktrace(error, hook),
+            )
     else:
-        logger.debug("context_integrity: %s failed again: %r", where, error)
+        logger.debug(
+            "context_integrity: %s failed again: %s", where, said if hook is not None else repr(error)
+        )
     if span is None:
         return
     with contextlib.suppress(Exception):
@@ -150,9 +148,7 @@ def mark_error(span: Span, error: BaseException) -> None:
         {
             names.EXCEPTION_TYPE: kind,
             names.EXCEPTION_MESSAGE: message,
-            names.EXCEPTION_STACKTRACE: _stacktrace(error)
-            if hook is None
-            else redact(_stacktrace(error), hook),
+            names.EXCEPTION_STACKTRACE: _stacktrace(error, hook),
             names.EXCEPTION_ESCAPED: True,
         },
     )
@@ -167,20 +163,25 @@ def mark_refused(span: Span) -> None:
     span.set_attribute(names.RESULT_REFUSED, True)
 
 
-def content(value: object) -> str:
-    """Opt-in content for a ``gen_ai.*`` attribute: bounded JSON, never the whole payload."""
+def content(value: object, hook: Redactor | None) -> str:
+    """Opt-in content for a ``gen_ai.*`` attribute: bounded JSON, never the whole payload, through
+    the redaction hook before it is clipped at ``MAX_CONTENT_CHARS``. The hook is handed
+    ``MAX_REDACTED_CHARS`` more than can leave, so a secret that crosses the clip was whole in what
+    it saw."""
+    limit = MAX_CONTENT_CHARS if hook is None else MAX_CONTENT_CHARS + MAX_REDACTED_CHARS
     try:
-        text = bounded_json(value, MAX_CONTENT_CHARS)
+        text = bounded_json(value, limit)
     except Exception:
-        text = render_value(value, MAX_CONTENT_CHARS)
-    return clip(text, MAX_CONTENT_CHARS)
+        text = render_value(value, limit)
+    return clip(Redaction(hook).whole(text, limit), MAX_CONTENT_CHARS)
 
 
-def set_content(span: Span, key: str, value: object, *, owned: bool) -> None:
-    """Opt-in content on a span; on a host's span, never over an attribute the host already set."""
+def set_content(span: Span, key: str, value: object, *, owned: bool, hook: Redactor | None) -> None:
+    """Opt-in content on a span; on a host's span, never over an attribute the host already set.
+    Clipped at ``MAX_CONTENT_CHARS``, not the attribute bound: a recording judged offline reads it."""
     if not owned and key in (getattr(span, "attributes", None) or {}):
         return
-    span.set_attribute(key, content(value))
+    span.set_attribute(key, content(value, hook))
 
 
 def set_text(span: Span, key: str, value: str, *, owned: bool) -> None:
@@ -229,22 +230,23 @@ class SpanEmitter:
         """
         if not found:
             return
+        # One look's findings share one redaction: a value they all quote is handed over once.
+        redaction = Redaction(self._redact)
         for index, finding in enumerate(found):
             tool = tool_name if tool_name is not None else subject_tool(finding)
             about = call_ids[index] if index < len(call_ids) else call_id
-            attributes = redacted(
-                cast(
-                    "dict[str, AttributeValue]",
-                    finding_event_attributes(finding, tool_name=tool, call_id=about),
-                ),
-                self._redact,
+            # Rendered from its quoted values after the hook has seen each whole; plain strings only,
+            # so a queued span never holds a quoted value (a tool's whole result) alive.
+            shown = rendered_finding(finding, redaction)
+            attributes = cast(
+                "dict[str, AttributeValue]", finding_event_attributes(shown, tool_name=tool, call_id=about)
             )
             self.span.add_event(names.FINDING_EVENT, attributes)
             if self.inst is not None:
-                self._count(finding, tool)
+                self._count(shown, tool)
                 if self.inst.event_logger is not None:
                     try:
-                        self._log_records(finding, attributes)
+                        self._log_records(shown, attributes)
                     except Exception as ours:
                         record_internal_error(self.span, "writing a finding's log records", ours)
         self.count += len(found)
@@ -256,20 +258,20 @@ class SpanEmitter:
 
     def excusals(self, excusals: Sequence[ExternalGrounding]) -> None:
         """One event per argument the application's external grounds vouched for."""
+        redaction = Redaction(self._redact)
         for excusal in excusals:
+            # The value and the path (its keys are the model's) are the world's; the source is the
+            # application's own label.
             self.span.add_event(
                 names.EXTERNAL_GROUND_EVENT,
-                redacted(
-                    clipped(
-                        {
-                            names.GEN_AI_TOOL_NAME: excusal.tool_name,
-                            names.GEN_AI_TOOL_CALL_ID: excusal.call_id,
-                            names.EXTERNAL_GROUND_PATH: excusal.path,
-                            names.EXTERNAL_GROUND_VALUE: excusal.value,
-                            names.EXTERNAL_GROUND_SOURCE: excusal.source,
-                        }
-                    ),
-                    self._redact,
+                clipped(
+                    {
+                        names.GEN_AI_TOOL_NAME: excusal.tool_name,
+                        names.GEN_AI_TOOL_CALL_ID: excusal.call_id,
+                        names.EXTERNAL_GROUND_PATH: redaction.whole(excusal.path),
+                        names.EXTERNAL_GROUND_VALUE: redaction.whole(excusal.value),
+                        names.EXTERNAL_GROUND_SOURCE: excusal.source,
+                    }
                 ),
             )
 
@@ -298,7 +300,6 @@ class SpanEmitter:
             self.span,
             log_events=inst.log_events,
             evaluation_events=bool(inst.evaluation_events),
-            redact_hook=self._redact,
         )
 
     def passes(self, checks: Sequence[CheckId]) -> None:
@@ -325,6 +326,22 @@ class SpanEmitter:
                 return
 
 
+def wants_passes(inst: Instrumentation | None) -> bool:
+    """Whether the judge should keep its ``checked-pass`` encounters for pass evaluation events."""
+    return (
+        inst is not None
+        and inst.event_logger is not None
+        and inst.evaluation_events == names.EVALUATION_EVENTS_ALL
+    )
+
+
+def _rule_version(check: str) -> str | None:
+    # Read when a finding or pass is emitted: a judge made it, so the registry is loaded by then.
+    from ..judge.registry import REGISTRY
+
+    return REGISTRY.rule_version(check)
+
+
 def finding_records(
     event_logger: Any,
     finding: Finding,
@@ -333,13 +350,13 @@ def finding_records(
     *,
     log_events: bool,
     evaluation_events: bool,
-    redact_hook: Redactor | None,
 ) -> None:
     """One finding as log records in the context of the span it evaluates (so each carries that
     span's trace and span ids): our ``context_integrity.finding`` record (``log_events``) and the
-    GenAI conventions' ``gen_ai.evaluation.result`` (``evaluation_events``). ``attributes`` are the
-    finding event's, already clipped and redacted. ``evaluated`` may be a span that ended long ago
-    (a ``NonRecordingSpan`` of its context), as when a recorded trace is judged after the fact."""
+    GenAI conventions' ``gen_ai.evaluation.result`` (``evaluation_events``). ``finding`` is already
+    rendered through the redaction hook (:func:`~context_integrity.redaction.rendered_finding`) and
+    ``attributes`` are its finding event's. ``evaluated`` may be a span that ended long ago (a
+    ``NonRecordingSpan`` of its context), as when a recorded trace is judged after the fact."""
     from opentelemetry._logs import SeverityNumber
 
     severity = SeverityNumber.INFO if finding.advisory else SeverityNumber.WARN
@@ -347,7 +364,7 @@ def finding_records(
     context = trace.set_span_in_context(evaluated)
     if log_events:
         event_logger.emit(
-            body=redact(finding.message, redact_hook),
+            body=clip(finding.message, MAX_ATTRIBUTE_CHARS),
             attributes=attributes,
             event_name=names.FINDING_LOG_EVENT_NAME,
             context=context,
@@ -368,22 +385,6 @@ def finding_records(
         )
 
 
-def wants_passes(inst: Instrumentation | None) -> bool:
-    """Whether the judge should keep its ``checked-pass`` encounters for pass evaluation events."""
-    return (
-        inst is not None
-        and inst.event_logger is not None
-        and inst.evaluation_events == names.EVALUATION_EVENTS_ALL
-    )
-
-
-def _rule_version(check: str) -> str | None:
-    # Read when a finding or pass is emitted: a judge made it, so the registry is loaded by then.
-    from ..judge.registry import REGISTRY
-
-    return REGISTRY.rule_version(check)
-
-
 def provenance(finding: Finding) -> dict[str, AttributeValue]:
     """Which evaluator filed a finding: the library version and the check's rule version."""
     return cast("dict[str, AttributeValue]", provenance_attributes(finding))
@@ -393,8 +394,8 @@ def evaluation_attributes(finding: Finding, span: Span, *, explanation: str) -> 
     """One finding as the GenAI conventions' ``gen_ai.evaluation.result`` attributes.
 
     A finding is a failed evaluation: label ``fail``, score ``0.0``; an advisory says so in
-    ``context_integrity.finding.advisory``. ``explanation`` is the message as already redacted for
-    the finding event. ``gen_ai.response.id`` is copied from the evaluated span when it carries one,
+    ``context_integrity.finding.advisory``. ``finding`` is rendered through the redaction hook and
+    ``explanation`` is its message as the finding event carries it. ``gen_ai.response.id`` is copied from the evaluated span when it carries one,
     for backends that correlate by response rather than by span.
     """
     attributes: dict[str, Any] = {

@@ -58,7 +58,7 @@ from ...findings import (
     tool_subject,
 )
 from ...limits import MAX_IDENTITY_CHARS
-from ...text import plural
+from ...text import Text, plural
 from .. import CANARY_EPOCH, as_canary
 from .rows import ColumnViolation, judge_rows
 from .sentences import (
@@ -159,7 +159,7 @@ def column_types_of(
 
     of_rows = reading.row_count
     subject = tool_subject(tool_name)
-    provenance = f"tool call {call_id}: the result as the tool returned it ({plural(of_rows, 'row')})"
+    provenance = Text(f"tool call {call_id}: the result as the tool returned it ({plural(of_rows, 'row')})")
 
     def finding(kind: Kind, column: NormalizedColumn, held: str, message: str) -> Finding:
         return Finding(
@@ -190,7 +190,7 @@ def column_types_of(
         finding(
             "missing-column",
             column,
-            "present in no row",
+            Text("present in no row"),
             missing_message(tool_name, column, of_rows, call_id, mode),
         )
         for column in missing

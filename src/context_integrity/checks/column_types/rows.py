@@ -26,7 +26,7 @@ from ...contracts import ColumnType, NormalizedColumn
 from ...contracts.columns import ALWAYS_VALID_TYPES
 from ...contracts.results import ResultReading
 from ...limits import MAX_OTHER_OFFENDER_KINDS
-from ...text import render_value
+from ...text import Text, quoted
 from .values import (
     ABSENT,
     INT_AND_FLOAT,
@@ -47,7 +47,7 @@ class ColumnViolation:
     """One declared column that some rows break: the shape a consumer reads to explain a refusal.
 
     ``rows`` offenders out of ``of_rows``; ``sample`` is the first offender,
-    rendered and clipped; ``got`` names what it is. ``other_kinds`` names, in
+    quoted (a :class:`~context_integrity.text.Text`, shown clipped); ``got`` names what it is. ``other_kinds`` names, in
     first-seen order, up to a few other kinds of offender in the same column.
     """
 
@@ -55,7 +55,7 @@ class ColumnViolation:
     declared: ColumnType
     rows: int
     of_rows: int
-    sample: str
+    sample: str | Text
     got: str
     other_kinds: tuple[str, ...] = ()
     absences: int = 0  # how many of ``rows`` are None or a missing key
@@ -185,7 +185,7 @@ def _walk_column(
     elif first is None:
         sample = "None"
     else:
-        sample = render_value(first)
+        sample = quoted(first)
     return ColumnViolation(
         column=column.name,
         declared=column.type,

@@ -11,7 +11,7 @@ from typing import Final, Literal
 from ...contracts import NormalizedColumn
 from ...findings import Subject, Witness
 from ...limits import MAX_NAMED_IN_REFUSAL
-from ...text import plural
+from ...text import Text, plural
 from .rows import ColumnViolation
 
 __all__ = [
@@ -55,20 +55,20 @@ def _declared_words(column: NormalizedColumn) -> str:
     return f"declared {column.type}" + (" (nullable)" if column.nullable else "")
 
 
-def _first_offender(violation: ColumnViolation, keyless: str) -> str:
+def _first_offender(violation: ColumnViolation, keyless: str) -> Text:
     """The first offending cell as a sentence names it; ``keyless`` names a row without the key."""
     if violation.got == "missing":
-        return keyless
+        return Text(keyless)
     if violation.got == "None":
-        return "None"
-    return f"{violation.sample}, which is {violation.got}"
+        return Text("None")
+    return Text(violation.sample, f", which is {violation.got}")
 
 
-def _offender_phrase(violation: ColumnViolation) -> str:
+def _offender_phrase(violation: ColumnViolation) -> Text:
     first = _first_offender(violation, "a row without that key")
     if violation.other_kinds:
-        return f"the first is {first}; others are {', '.join(violation.other_kinds)}"
-    return f"the first is {first}"
+        return Text("the first is ", first, f"; others are {', '.join(violation.other_kinds)}")
+    return Text("the first is ", first)
 
 
 def _nullable_hint(column: NormalizedColumn, violation: ColumnViolation) -> str:
@@ -86,19 +86,19 @@ def _nullable_hint(column: NormalizedColumn, violation: ColumnViolation) -> str:
 
 def mismatch_message(
     tool_name: str, column: NormalizedColumn, violation: ColumnViolation, call_id: str, mode: ColumnMode
-) -> str:
-    return (
+) -> Text:
+    return Text(
         f"Tool {tool_name!r} declares column {column.name!r} as {column.type}"
         f"{' (nullable)' if column.nullable else ''}, but in {violation.rows} of "
-        f"{plural(violation.of_rows, 'row')} it holds something that is not a {column.type}; "
-        f"{_offender_phrase(violation)}. {_nullable_hint(column, violation)}"
-        f"{COLUMN_TYPE_CEILING} Call id {call_id}. {_outcome(mode)}"
+        f"{plural(violation.of_rows, 'row')} it holds something that is not a {column.type}; ",
+        _offender_phrase(violation),
+        f". {_nullable_hint(column, violation)}{COLUMN_TYPE_CEILING} Call id {call_id}. {_outcome(mode)}",
     )
 
 
 def missing_message(
     tool_name: str, column: NormalizedColumn, of_rows: int, call_id: str, mode: ColumnMode
-) -> str:
+) -> Text:
     where = (
         "the one row it returned lacks it"
         if of_rows == 1
@@ -109,7 +109,7 @@ def missing_message(
         if column.nullable
         else ""
     )
-    return (
+    return Text(
         f"Tool {tool_name!r} declares column {column.name!r} ({column.type}), but {where}{nullable_note}. "
         "No value was delivered to be mistyped, so the cause is in what fetches the rows rather than "
         f"in what formats them. {COLUMN_TYPE_CEILING} Call id {call_id}. {_outcome(mode)}"
@@ -147,10 +147,10 @@ def witnesses(
         Witness(
             subject=subject,
             predicate=column.name,
-            value=_declared_words(column),
+            value=Text(_declared_words(column)),
             epoch=epoch,
             stratum="asserted",
-            provenance=f"result_columns on tool {tool_name!r}, as its author declared it",
+            provenance=Text(f"result_columns on tool {tool_name!r}, as its author declared it"),
         ),
         Witness(
             subject=subject,
@@ -163,6 +163,8 @@ def witnesses(
     )
 
 
-def result_value(violation: ColumnViolation) -> str:
+def result_value(violation: ColumnViolation) -> Text:
     held = " or ".join((violation.got, *violation.other_kinds))
-    return f"{violation.rows} of {plural(violation.of_rows, 'row')} hold {held} — first: {violation.sample}"
+    return Text(
+        f"{violation.rows} of {plural(violation.of_rows, 'row')} hold {held} — first: ", violation.sample
+    )

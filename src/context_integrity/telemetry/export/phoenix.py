@@ -3,13 +3,15 @@
 A :class:`PhoenixAnnotationExporter` is a span exporter that reads the ``context_integrity.finding``
 events of each finished span and posts them, one annotation per finding, to Phoenix's REST API
 (``POST /v1/span_annotations``). It runs inside a ``BatchSpanProcessor``
-(:func:`phoenix_annotation_processor`), so it is batched and off the tool path: the tool's thread
-only enqueues the ended span (the SDK drops, never blocks, when its queue is full), and the POST
-happens on the processor's worker thread. Nothing here raises: a Phoenix that is down, slow or
-refuses the batch costs a log line, once.
+(:class:`PhoenixAnnotationProcessor`), so it is batched and off the tool path: the tool's thread
+only enqueues an ended span that carries findings (the SDK drops, never blocks, when its queue is
+full), and the POST happens on the processor's worker thread. Nothing here raises: a Phoenix that
+is down, slow or refuses the batch costs a log line, once; the findings handed over and those
+posted are counted, so a flush or shutdown that runs out of time says how many never arrived.
 
 Phoenix upserts an annotation by (name, span, identifier); each finding gets its own identifier
-(from its identity), so two findings of one kind on one span stay two annotations. Posts are
+(from its identity and its place among the span's findings), so two findings of one kind on one
+span stay two annotations, even where a redaction hook made their identities read alike. Posts are
 asynchronous on Phoenix's side: an annotation whose span has not arrived yet is retried there.
 """
 
@@ -19,12 +21,14 @@ import hashlib
 import json
 import logging
 import os
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from ...text import clip
@@ -42,9 +46,11 @@ MAX_EXPLANATION_CHARS: Final = 2000
 MAX_ANNOTATIONS_PER_POST: Final = 100
 
 
-def annotation_identifier(identity: str) -> str:
-    """A finding's identifier in Phoenix: short, stable, distinct per finding on a span."""
-    return "ci-" + hashlib.sha256(identity.encode("utf-8", "replace")).hexdigest()[:24]
+def annotation_identifier(identity: str, ordinal: int = 0) -> str:
+    """A finding's identifier in Phoenix: short, stable, distinct per finding on a span (``ordinal``
+    is its place among the span's findings: a span's events never change once it ended)."""
+    key = f"{ordinal} {identity}".encode("utf-8", "replace")
+    return "ci-" + hashlib.sha256(key).hexdigest()[:24]
 
 
 # The finding attributes an annotation keeps as its metadata.
@@ -75,7 +81,7 @@ def finding_annotation(span_id: str, attributes: Mapping[str, object], index: in
             "explanation": clip(str(attributes.get(names.FINDING_MESSAGE, "")), MAX_EXPLANATION_CHARS),
         },
         "metadata": {key: attributes[key] for key in METADATA_KEYS if key in attributes},
-        "identifier": annotation_identifier(identity),
+        "identifier": annotation_identifier(identity, index),
     }
 
 
@@ -102,6 +108,7 @@ class PhoenixAnnotationExporter(SpanExporter):
             self.headers["Authorization"] = f"Bearer {api_key}"
         self.timeout_s = timeout_s
         self.posted = 0
+        self._posted_lock = threading.Lock()
         self._complained = False
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
@@ -133,7 +140,8 @@ class PhoenixAnnotationExporter(SpanExporter):
         except Exception as error:
             self._complain(f"POST {self.url}", error)
             return False
-        self.posted += len(batch)
+        with self._posted_lock:
+            self.posted += len(batch)
         return True
 
     def _complain(self, what: str, error: BaseException) -> None:
@@ -155,12 +163,48 @@ class PhoenixAnnotationExporter(SpanExporter):
         return True
 
 
+def _findings_on(span: ReadableSpan) -> int:
+    return sum(1 for event in span.events if event.name == names.FINDING_EVENT)
+
+
+class PhoenixAnnotationProcessor(SpanProcessor):
+    """A ``BatchSpanProcessor`` over a :class:`PhoenixAnnotationExporter`, handed only the spans that
+    carry findings, counting the findings it was handed: :meth:`unposted` is how many have not
+    reached Phoenix (still queued, dropped from a full queue, or refused)."""
+
+    def __init__(self, base_url: str, *, headers: Mapping[str, str] | None = None) -> None:
+        self.exporter = PhoenixAnnotationExporter(base_url, headers=headers)
+        self.batch = BatchSpanProcessor(self.exporter)
+        self.handed = 0
+        self._lock = threading.Lock()
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        return None
+
+    def on_end(self, span: ReadableSpan) -> None:
+        count = _findings_on(span)
+        if not count:
+            return  # nothing to annotate: the span never enters the queue
+        with self._lock:
+            self.handed += count
+        self.batch.on_end(span)
+
+    def unposted(self) -> int:
+        return max(self.handed - self.exporter.posted, 0)
+
+    def shutdown(self) -> None:
+        self.batch.shutdown()  # type: ignore[no-untyped-call]  # the SDK leaves it unannotated
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return self.batch.force_flush(timeout_millis)
+
+
 def phoenix_annotation_processor(
     base_url: str, *, headers: Mapping[str, str] | None = None
-) -> BatchSpanProcessor:
+) -> PhoenixAnnotationProcessor:
     """A span processor posting every finding to the Phoenix at ``base_url`` (e.g. ``http://localhost:6006``).
 
     ``setup(phoenix_annotations=base_url)`` adds it to the tracer provider; add it yourself to a
     provider you configure.
     """
-    return BatchSpanProcessor(PhoenixAnnotationExporter(base_url, headers=headers))
+    return PhoenixAnnotationProcessor(base_url, headers=headers)

@@ -13,6 +13,11 @@ Where traces go, in order of precedence:
    OTLP-JSON-lines recording that ``context-integrity report`` reads back.
 
 Metrics and (opt-in) log events follow the same rule (:mod:`.exporters` builds each exporter).
+
+On a provider the application owns, every processor we add goes on as a
+:class:`~.bounded.GuestSpanProcessor` (bounded, and inert after ``ci.shutdown()``). A global provider
+an earlier ``setup()`` made and ``ci.shutdown()`` shut down is never joined again (OpenTelemetry
+lets no other replace it): a new one of ours takes its place for our own telemetry.
 """
 
 from __future__ import annotations
@@ -42,10 +47,10 @@ if TYPE_CHECKING:
 
 from ...judge import Dials, SetupError
 from ...paths import default_recording_path
-from ..instrumentation import Instrumentation, instrumentation_version
+from ..instrumentation import Instrumentation, instrumentation_version, retired
 from ..run.processor import DispositionSpanProcessor
 from ..schema import names
-from .bounded import TallyingSpanExporter
+from .bounded import GuestSpanProcessor, TallyingSpanExporter
 from .exporters import (
     ExportPlan,
     otlp_log_exporter,
@@ -135,7 +140,10 @@ def build(
     else:
         global_provider = trace.get_tracer_provider()
         provider = sdk_provider_of(global_provider)
-        if provider is not None:
+        if provider is not None and retired(provider):
+            _say_retired("TracerProvider")
+            provider = None
+        elif provider is not None:
             tracing = global_provider
             joined = "proxy" if provider is not global_provider else "TracerProvider"
             where.append(f"traces go to the application's own {joined} ({type(global_provider).__module__})")
@@ -168,23 +176,37 @@ def build(
                 )
         for processor in processors:
             provider.add_span_processor(processor)
-        installs.append(functools.partial(trace.set_tracer_provider, provider))
+        if not retired(trace.get_tracer_provider()):
+            installs.append(functools.partial(trace.set_tracer_provider, provider))
         tracing = provider
     flushable.append(provider)
+    guests: list[GuestSpanProcessor] = []
+
+    def attach(processor: SpanProcessor) -> None:
+        """Add a processor of ours; on the application's provider, as a bounded guest."""
+        if provider in owned:
+            provider.add_span_processor(processor)
+            return
+        guest = GuestSpanProcessor(processor)
+        guests.append(guest)
+        provider.add_span_processor(guest)
+
     run_processor: DispositionSpanProcessor | None = None
     tracer = tracing.get_tracer(names.INSTRUMENTATION_NAME, instrumentation_version())
     if hasattr(provider, "add_span_processor"):
         run_processor = DispositionSpanProcessor(lambda: tracer)
-        provider.add_span_processor(run_processor)
+        attach(run_processor)
     else:
         logger.warning(
             "context_integrity: the tracer provider is not an OpenTelemetry SDK provider, so runs "
             "will carry no disposition summary span."
         )
+    phoenix = None
     if phoenix_annotations is not None and hasattr(provider, "add_span_processor"):
         from .phoenix import phoenix_annotation_processor
 
-        provider.add_span_processor(phoenix_annotation_processor(phoenix_annotations))
+        phoenix = phoenix_annotation_processor(phoenix_annotations)
+        attach(phoenix)
         where.append(f"findings are also posted to Phoenix at {phoenix_annotations} as span annotations")
 
     # ── metrics ──
@@ -192,9 +214,11 @@ def build(
     from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 
     mprovider = meter_provider
+    global_meter_provider = metrics.get_meter_provider()
     if mprovider is None:
-        global_meter_provider = metrics.get_meter_provider()
-        if isinstance(global_meter_provider, SdkMeterProvider):
+        if isinstance(global_meter_provider, SdkMeterProvider) and retired(global_meter_provider):
+            _say_retired("MeterProvider")
+        elif isinstance(global_meter_provider, SdkMeterProvider):
             mprovider = global_meter_provider
     if mprovider is None:
         readers: list[MetricReader] = []
@@ -219,7 +243,8 @@ def build(
                 )
         mprovider = SdkMeterProvider(resource=resource, metric_readers=readers, shutdown_on_exit=False)
         owned.append(mprovider)
-        installs.append(functools.partial(metrics.set_meter_provider, mprovider))
+        if not retired(global_meter_provider):
+            installs.append(functools.partial(metrics.set_meter_provider, mprovider))
     if hasattr(mprovider, "force_flush"):
         flushable.append(mprovider)
     meter = mprovider.get_meter(names.INSTRUMENTATION_NAME, instrumentation_version())
@@ -244,6 +269,7 @@ def build(
         dials=dials,
         destination=destination,
         processor=run_processor,
+        phoenix=phoenix,
         recording_path=recording,
         capture_content=capture_content,
         event_logger=event_logger,
@@ -252,6 +278,7 @@ def build(
         _owned=owned,
         _flushable=flushable,
         _tallies=tallies,
+        _guests=guests,
     )
 
 
@@ -270,9 +297,11 @@ def build_event_logger(
     from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
 
     lprovider = logger_provider
+    global_logger_provider = _logs.get_logger_provider()
     if lprovider is None:
-        global_logger_provider = _logs.get_logger_provider()
-        if isinstance(global_logger_provider, SdkLoggerProvider):
+        if isinstance(global_logger_provider, SdkLoggerProvider) and retired(global_logger_provider):
+            _say_retired("LoggerProvider")
+        elif isinstance(global_logger_provider, SdkLoggerProvider):
             lprovider = global_logger_provider
     if lprovider is None:
         lprovider = SdkLoggerProvider(resource=resource, shutdown_on_exit=False)
@@ -284,6 +313,17 @@ def build_event_logger(
             exporter = OtlpJsonLinesLogExporter(recording_file())
         lprovider.add_log_record_processor(BatchLogRecordProcessor(exporter))
         owned.append(lprovider)
-        installs.append(functools.partial(_logs.set_logger_provider, lprovider))
+        if not retired(global_logger_provider):
+            installs.append(functools.partial(_logs.set_logger_provider, lprovider))
     flushable.append(lprovider)
     return lprovider.get_logger(names.INSTRUMENTATION_NAME, instrumentation_version())
+
+
+def _say_retired(kind: str) -> None:
+    logger.info(
+        "context_integrity: the global %s is the one an earlier setup() made and ci.shutdown() shut "
+        "down, and OpenTelemetry lets no other replace it: context-integrity's own telemetry goes to a "
+        "new %s of its own, which other instrumentations do not see.",
+        kind,
+        kind,
+    )

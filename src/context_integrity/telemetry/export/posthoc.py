@@ -213,7 +213,6 @@ class PosthocExport:
             NonRecordingSpan(about),
             log_events=True,
             evaluation_events=True,
-            redact_hook=None,
         )
         self.emitted_records += 2
         when = judged.time_unix_nano or fallback

@@ -168,7 +168,7 @@ class Run:
                 from ...loop import Message  # loaded with the judge, at the first run
 
                 attributes[names.GEN_AI_INPUT_MESSAGES] = content(
-                    [message_parts(Message("user", self.question))]
+                    [message_parts(Message("user", self.question))], inst.redact
                 )
             self._held = held = adopt_or_start(
                 AGENT,
@@ -388,7 +388,13 @@ class Run:
             if self._inst is not None and self._inst.capture_content and held is not None:
                 self._answers.append({**answer_content(shown), ANSWER_TIME: time.time_ns()})
                 del self._answers[:-MAX_RECORDED_ANSWERS]
-                set_content(held.span, names.GEN_AI_OUTPUT_MESSAGES, self._answers, owned=held.owned)
+                set_content(
+                    held.span,
+                    names.GEN_AI_OUTPUT_MESSAGES,
+                    self._answers,
+                    owned=held.owned,
+                    hook=self._inst.redact,
+                )
             if self.judge is None:
                 return []
             found = self.judge.claim(shown, output)

@@ -90,7 +90,7 @@ class ModelCall:
             if inst is not None and inst.capture_content:
                 # The request as the model received it, so the run can be read back and judged again.
                 for key, value in request_content(frame).items():
-                    set_content(held.span, key, value, owned=held.owned)
+                    set_content(held.span, key, value, owned=held.owned, hook=inst.redact)
             if agent_run.judge is not None:
                 judged = True
                 found = agent_run.judge.compose(frame)
@@ -176,6 +176,7 @@ class ModelCall:
                     names.GEN_AI_OUTPUT_MESSAGES,
                     response_content(reply),
                     owned=self._held.owned,
+                    hook=self._inst.redact,
                 )
             for call in reply.calls:
                 # A host's garbage entry among the calls names no call to expect; the check reads it.

@@ -175,9 +175,15 @@ class ToolScope:
                 emitter.findings(verdict.findings, tool_name=self.contract.name, call_id=self.call_id)
                 emitter.passes(passes)
             if self.inst is not None and self.inst.capture_content:
-                owned = self._held.owned
-                set_content(self.span, names.GEN_AI_TOOL_CALL_ARGUMENTS, dict(self.arguments()), owned=owned)
-                set_content(self.span, names.GEN_AI_TOOL_CALL_RESULT, result, owned=owned)
+                owned, hook = self._held.owned, self.inst.redact
+                set_content(
+                    self.span,
+                    names.GEN_AI_TOOL_CALL_ARGUMENTS,
+                    dict(self.arguments()),
+                    owned=owned,
+                    hook=hook,
+                )
+                set_content(self.span, names.GEN_AI_TOOL_CALL_RESULT, result, owned=owned, hook=hook)
         except Exception as ours:
             record_internal_error(self.span, "judging a tool result", ours)
             if refusal is None and self.judge.enforces(self.contract.name):

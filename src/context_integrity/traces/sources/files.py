@@ -21,8 +21,9 @@ from typing import Any
 
 from ...limits import MAX_TRACE_DOCUMENT_BYTES
 from ...recording.foreign import jaeger_to_otlp, tempo_to_otlp
+from ...recording.lines import OverlongLine, open_recording, recording_lines
 from ...recording.otlp_json import RESOURCE_KEYS, RESOURCE_SPANS, json_type
-from ...recording.reader import LineDocuments, open_lines
+from ...recording.reader import LineDocuments
 from ...text import clip
 from .base import Say, SourceError, SourceItem, SpanSource, TraceComplete
 from .otlp import spans_of_document
@@ -67,7 +68,7 @@ class FileSource(SpanSource):
 
     def _opened(self) -> Any:
         try:
-            _, handle = open_lines(self.path)
+            handle = open_recording(self.path)
         except OSError as error:
             raise SourceError(f"{self.path} could not be opened ({error.strerror or error}).") from None
         return handle
@@ -91,7 +92,7 @@ class FileSource(SpanSource):
                         return
                     # Not one JSON document after all: read line by line, which says what each line is.
                     handle.seek(0)
-                yield from _line_items(handle, say)
+                yield from _line_items(recording_lines(handle), say)
             finally:
                 self._reading = None
 
@@ -118,7 +119,7 @@ def _is_document(head: bytes) -> bool:
     return first is not None and first[1].decode("utf-8", "replace") not in RESOURCE_KEYS
 
 
-def _line_items(lines: Iterable[bytes], say: Say) -> Iterator[SourceItem]:
+def _line_items(lines: Iterable[bytes | OverlongLine], say: Say) -> Iterator[SourceItem]:
     def problem(line: int | None, text: str) -> None:
         say(f"line {line}: {text}" if line is not None else text)
 
