@@ -152,9 +152,7 @@ def test_content_passes_the_hook_before_it_is_clipped(telemetry: Telemetry) -> N
     # past that bound, where a clip before the hook would have cut the text the hook needs to see.
     long_tail = "x" * (MAX_CONTENT_CHARS * 2)
     with ci.run(f"question {SECRET}") as agent_run:
-        agent_run.tool_result(
-            "lookup", "c1", [{"note": "y" * (MAX_CONTENT_CHARS - 20) + SECRET + long_tail}]
-        )
+        agent_run.tool_result("lookup", "c1", [{"note": "y" * (MAX_CONTENT_CHARS - 20) + SECRET + long_tail}])
         agent_run.answer(f"answer {SECRET}")
     texts = [
         value
