@@ -138,6 +138,17 @@ class DispositionLedger:
         elif disposition == UNREACHABLE:
             row.unreachable += 1
 
+    def withdraw(self, check_id: CheckId, disposition: Disposition) -> None:
+        """Take back one encounter noted ``not-applicable`` or ``unreachable`` (a check armed after
+        the run's start noted it unarmed). Counts never go below zero."""
+        row = self._rows.get(check_id)
+        if row is None:
+            return
+        if disposition == NOT_APPLICABLE and row.not_applicable:
+            row.not_applicable -= 1
+        elif disposition == UNREACHABLE and row.unreachable:
+            row.unreachable -= 1
+
     def note_synthetic(self, check_id: CheckId, outcome: Literal["minted", "caught"]) -> None:
         """Count a canary; canaries never touch the real counts."""
         canary = self._canaries.get(check_id)

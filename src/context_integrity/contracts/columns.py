@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, Union, get_args
 
+from ..limits import MAX_NAMED_IN_REFUSAL
+from ..text import quoted
 from .errors import refuse as _refuse
 
 if TYPE_CHECKING:
@@ -138,40 +140,47 @@ def _column_type_of(tool_name: str, column: str, raw: object) -> ColumnType:
         hint = f"There is deliberately no {_REFUSED_WORD!r}; leave a column you cannot type undeclared."
     raise _refuse(
         tool_name,
-        f"result_columns[{column!r}] has type {raw!r}, which is not a column type.",
+        f"result_columns[{quoted(column)}] has type {quoted(raw)}, which is not a column type.",
         f"Use one of {_types_list()}. {hint}",
     )
+
+
+def _listed(values: list[object]) -> str:
+    """Values a message names, each quoted clipped, the first few only (the rest counted)."""
+    shown = ", ".join(quoted(value) for value in values[:MAX_NAMED_IN_REFUSAL])
+    more = len(values) - MAX_NAMED_IN_REFUSAL
+    return f"{shown} and {more} more" if more > 0 else shown
 
 
 def _normalize_one(tool_name: str, column: object, spec: object) -> NormalizedColumn:
     if not isinstance(column, str) or not column.strip():
         raise _refuse(
             tool_name,
-            f"result_columns has a blank or non-string column name ({column!r}).",
+            f"result_columns has a blank or non-string column name ({quoted(column)}).",
             "Name every column by the key its rows carry.",
         )
     if isinstance(spec, ColumnDeclaration):
         return NormalizedColumn(column, spec.type, spec.nullable)
     if isinstance(spec, Mapping):
-        unknown = sorted(str(k) for k in spec if k not in ("type", "nullable"))
+        unknown = [k for k in spec if k not in ("type", "nullable")]
         if unknown:
             raise _refuse(
                 tool_name,
-                f"result_columns[{column!r}] has unknown field(s) {', '.join(map(repr, unknown))}.",
+                f"result_columns[{quoted(column)}] has unknown field(s) {_listed(unknown)}.",
                 "The object form takes only 'type' and 'nullable', "
                 "e.g. {'type': 'string', 'nullable': True}.",
             )
         if "type" not in spec:
             raise _refuse(
                 tool_name,
-                f"result_columns[{column!r}] has no 'type'.",
+                f"result_columns[{quoted(column)}] has no 'type'.",
                 f"Give it one of {_types_list()}, e.g. {{'type': 'number', 'nullable': True}}.",
             )
         nullable = spec.get("nullable", False)
         if not isinstance(nullable, bool):
             raise _refuse(
                 tool_name,
-                f"result_columns[{column!r}] has nullable={nullable!r}, which is not a boolean.",
+                f"result_columns[{quoted(column)}] has nullable={quoted(nullable)}, which is not a boolean.",
                 "Write nullable=True (rows may carry no value) or nullable=False (the strict default).",
             )
         return NormalizedColumn(column, _column_type_of(tool_name, column, spec["type"]), nullable)

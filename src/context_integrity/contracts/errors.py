@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..text import quoted
+
 
 class DeclarationError(ValueError):
     """A tool declared something this library cannot honour.
@@ -12,5 +14,6 @@ class DeclarationError(ValueError):
 
 
 def refuse(tool_name: str, problem: str, fix: str) -> DeclarationError:
-    """The error for one bad field: ``Tool 'x': <problem> <fix>``."""
-    return DeclarationError(f"Tool {tool_name!r}: {problem} {fix}")
+    """The error for one bad field: ``Tool 'x': <problem> <fix>``; the name quoted clipped, as every
+    value a problem quotes is (:func:`~context_integrity.text.quoted`)."""
+    return DeclarationError(f"Tool {quoted(tool_name)}: {problem} {fix}")

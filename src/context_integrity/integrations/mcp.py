@@ -20,22 +20,27 @@ The MCP SDK and fastmcp are imported lazily, inside the functions that need them
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from ..contracts import ToolContract, define_contract
 from ..contracts.meta import (
     META_KEY,
+    WARNED,
     columns_from_output_schema,
+    over_a_cap,
     read_contract_meta,
     with_contract_meta,
     wrapped_rows_schema,
 )
 from ..contracts.results import judged_value
+from ..limits import MAX_NAMED_IN_REFUSAL, MAX_SERVED_NAME_CHARS
 from ..telemetry.emit import record_internal_error
 from ..telemetry.run.tool_call import ToolScope
 from ..telemetry.setup import CONTRACTS
+from ..text import quoted
 
 logger = logging.getLogger("context_integrity")
 
@@ -287,9 +292,11 @@ def ingest_tools(
 ) -> list[ToolContract]:
     """Turn a server's tool list (``mcp.types.Tool`` models or their wire dicts) into contracts.
 
-    Each tool is declared by name, with whatever its ``_meta`` declared that survives vetting; with
-    ``columns_from_output_schema=True`` a tool that declared no columns takes them from an output
-    schema describing rows. Never raises: a tool that cannot be read is skipped with one log line.
+    Each tool is declared by name, as server ``server``'s, with whatever its ``_meta`` declared that
+    survives vetting; with ``columns_from_output_schema=True`` a tool that declared no columns takes
+    them from an output schema describing rows. Returns the contract each listed tool is judged by:
+    its server's, or the declaration this process made for that name, which a server never replaces.
+    Never raises: a tool that cannot be read is skipped with one log line.
     """
     declared: list[ToolContract] = []
     try:
@@ -303,8 +310,10 @@ def ingest_tools(
             record_internal_error(None, "ingesting an MCP tool", ours)
             continue
         if contract is not None:
-            CONTRACTS.declare(contract, replace=True)  # the server is the authority on its tools
-            declared.append(contract)
+            # Kept apart by server; a declaration made in this process stands over it.
+            applies = CONTRACTS.declare_served(contract, server)
+            if applies is not None:
+                declared.append(applies)
     return declared
 
 
@@ -326,6 +335,11 @@ def _ingest_one(
     name = _field(tool, "name")
     if not isinstance(name, str) or not name.strip():
         return None
+    if len(name) > MAX_SERVED_NAME_CHARS:
+        WARNED.refuse(
+            server, name, f"its name is {len(name):,} characters long, more than {MAX_SERVED_NAME_CHARS}"
+        )
+        return None
     travelled = read_contract_meta(_field(tool, "meta", "_meta"), server=server, tool=name)
     output_schema = _field(tool, "output_schema", "outputSchema")
     options = travelled.as_options()
@@ -335,41 +349,73 @@ def _ingest_one(
             options["result_columns"] = found.columns
         if found.undeclared:
             logger.info(
-                "context_integrity: MCP server %r, tool %r: output schema properties %s map to no "
+                "context_integrity: MCP server %s, tool %s: output schema properties %s map to no "
                 "column type and are left undeclared.",
-                server,
-                name,
-                ", ".join(repr(p) for p in found.undeclared),
+                quoted(server),
+                quoted(name),
+                _named(found.undeclared),
             )
+    refused = over_a_cap(options) if "result_columns" in options else None
+    if refused is not None:  # columns read from an output schema are held to the served caps too
+        WARNED.refuse(server, name, refused)
+        options.pop("result_columns")
     input_schema = _field(tool, "input_schema", "inputSchema")
     description = _field(tool, "description")
-    return define_contract(
+    contract = define_contract(
         as_name or name,
         description=description if isinstance(description, str) else None,
         input_schema=input_schema if isinstance(input_schema, Mapping) else None,
         result_wrapped=wrapped_rows_schema(output_schema),
         **options,
     )
+    return dataclasses.replace(contract, unread=travelled.unread) if travelled.unread else contract
+
+
+def _named(values: Sequence[str]) -> str:
+    """Names a log line lists: the first few, clipped, and how many more."""
+    shown = ", ".join(quoted(value) for value in values[:MAX_NAMED_IN_REFUSAL])
+    more = len(values) - MAX_NAMED_IN_REFUSAL
+    return f"{shown} and {more:,} more" if more > 0 else shown
 
 
 async def ingest_client(
     client: Any, *, server: str | None = None, columns_from_output_schema: bool = False
 ) -> list[ToolContract]:
     """List the tools of a connected MCP client (``mcp.Client``, a ``ClientSession`` or a fastmcp
-    ``Client``) and ingest their declarations. Never raises."""
+    ``Client``) and ingest their declarations, as those of the server named ``server``: by default
+    the name the server gave itself in its initialize result (``serverInfo.name``). Never raises."""
     try:
         listed = await client.list_tools()
     except Exception as ours:
         record_internal_error(None, "listing an MCP server's tools", ours)
         return []
     tools = getattr(listed, "tools", listed)
-    label = server or _server_label(client)
+    label = server or server_name(client)
     return ingest_tools(tools, server=label, columns_from_output_schema=columns_from_output_schema)
 
 
-def _server_label(client: Any) -> str:
-    for attribute in ("name", "server_name"):
-        value = getattr(client, attribute, None)
-        if isinstance(value, str) and value:
-            return value
+def server_name(*sources: Any, fallback: str | None = None) -> str:
+    """The name a server gave itself (``serverInfo.name`` of its initialize result), read from the
+    first source that knows it (a client, a session, a host's server object), else ``fallback``,
+    else the name a host gave it, else ``"mcp"``; clipped to ``MAX_SERVED_NAME_CHARS``. Never raises."""
+    for source in sources:
+        try:
+            info = getattr(source, "server_info", None)
+            if info is None:
+                result = getattr(source, "initialize_result", None) or getattr(
+                    source, "server_initialize_result", None
+                )
+                info = getattr(result, "server_info", None) or getattr(result, "serverInfo", None)
+            name = getattr(info, "name", None)
+        except Exception:  # an uninitialised client may raise for its server info: the next source
+            name = None
+        if isinstance(name, str) and name.strip():
+            return name[:MAX_SERVED_NAME_CHARS]
+    if fallback is not None and fallback.strip():
+        return fallback[:MAX_SERVED_NAME_CHARS]
+    for source in sources:
+        for attribute in ("name", "server_name"):
+            value = getattr(source, attribute, None)
+            if isinstance(value, str) and value.strip():
+                return value[:MAX_SERVED_NAME_CHARS]
     return "mcp"

@@ -19,9 +19,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
+from ..contracts import ToolContract
 from ..findings import (
     CHECKED_FAIL,
     CHECKED_PASS,
+    NOT_APPLICABLE,
     UNREACHABLE,
     Disposition,
     Encounter,
@@ -58,6 +60,8 @@ class ChoiceVerdict:
     findings: list[Finding] = field(default_factory=list)
     call_ids: list[str | None] = field(default_factory=list)
     excusals: list[ExternalGrounding] = field(default_factory=list)
+    # (row, reason) of each check that could not look and could say why.
+    unreachable: list[tuple[CheckId, str]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -70,6 +74,8 @@ class ToolVerdict:
 
     findings: list[Finding] = field(default_factory=list)
     refusal: str | None = None
+    # (row, reason) of each check that could not look and could say why (a declaration unread).
+    unreachable: list[tuple[CheckId, str]] = field(default_factory=list)
 
 
 _Seen = TypeVar("_Seen")
@@ -222,12 +228,17 @@ class RunJudge:
         result: object,
         *,
         arguments: Callable[[], Mapping[str, Any]] | Mapping[str, Any] | None = None,
+        contract: ToolContract | None = None,
     ) -> ToolVerdict:
-        """Judge one finished tool call (the write seam). Never raises."""
+        """Judge one finished tool call (the write seam). Never raises.
+
+        ``contract`` is the one the call is judged by when the caller knows it (a tool of one MCP
+        server among several listing the name); otherwise the book's, by name.
+        """
         noted: set[int] = set()
         try:
             with self.lock:
-                return self._write(tool_name, call_id, result, arguments, noted)
+                return self._write(tool_name, call_id, result, arguments, noted, contract)
         except Exception as error:
             return self._write_failed(tool_name, error, noted)
 
@@ -238,10 +249,12 @@ class RunJudge:
         result: object,
         arguments: Callable[[], Mapping[str, Any]] | Mapping[str, Any] | None,
         noted: set[int],
+        contract: ToolContract | None = None,
     ) -> ToolVerdict:
         self.state.worked.add("write")
         verdict = ToolVerdict()
-        contract = self.contracts.get(tool_name)
+        if contract is None:
+            contract = self.contracts.get(tool_name)
         seen = ToolResultSeen(tool_name, call_id, result, contract, arguments)
         unjudged = False
         for entry in self.armed["write"]:
@@ -252,8 +265,10 @@ class RunJudge:
                     verdict.findings.extend(self._first_sightings(encounter.findings))
                 if encounter.refusal is not None and verdict.refusal is None:
                     verdict.refusal = encounter.refusal
+                if encounter.reason is not None:
+                    verdict.unreachable.extend((row, encounter.reason) for row in entry.rows)
             if (encounter is None or encounter.disposition == UNREACHABLE) and self._enforced(
-                entry, tool_name
+                entry, tool_name, contract
             ):
                 unjudged = True
         if unjudged and verdict.refusal is None:
@@ -274,18 +289,23 @@ class RunJudge:
             refuse = refuse or self._enforced(entry, tool_name)
         return ToolVerdict(refusal=unjudged_refusal(tool_name) if refuse else None)
 
-    def enforces(self, tool_name: object) -> bool:
-        """Whether some armed write check must refuse this tool's result when it cannot judge it."""
+    def enforces(self, tool_name: object, contract: ToolContract | None = None) -> bool:
+        """Whether some armed write check must refuse this tool's result when it cannot judge it
+        (by ``contract`` when the caller knows it, else the book's)."""
         try:
-            return any(self._enforced(entry, tool_name) for entry in self.armed["write"])
+            return any(self._enforced(entry, tool_name, contract) for entry in self.armed["write"])
         except Exception:  # an odd tool name: it has no contract, so nothing is enforced on it
             return False
 
-    def _enforced(self, entry: RegisteredCheck, tool_name: object) -> bool:
+    def _enforced(
+        self, entry: RegisteredCheck, tool_name: object, contract: ToolContract | None = None
+    ) -> bool:
         if entry.enforced is None or not isinstance(tool_name, str):
             return False
         try:
-            return entry.enforced(self.contracts.get(tool_name), self.dials)
+            return entry.enforced(
+                contract if contract is not None else self.contracts.get(tool_name), self.dials
+            )
         except Exception:  # cannot tell: fail closed
             return True
 
@@ -327,6 +347,8 @@ class RunJudge:
                     verdict.findings.extend(fresh)
                     verdict.call_ids.extend(call_of.get(id(f)) for f in fresh)
                     verdict.excusals.extend(encounter.excusals)
+                    if encounter.reason is not None:
+                        verdict.unreachable.extend((row, encounter.reason) for row in entry.rows)
                 self._bookkeep("recording a response", self.state.after_response, seen)
                 return verdict
         except Exception as error:
@@ -402,6 +424,32 @@ class RunJudge:
             if entry.arms_on == event and entry.built and id(entry) not in self._armed_ids:
                 self._armed_ids.add(id(entry))
                 self.armed[entry.seam] = (*self.armed[entry.seam], entry)
+
+    def arm_declared(self) -> None:
+        """Arm the checks the book arms now and did not at the run's start: declarations that arrived
+        during the run (an MCP server listed at the first call of its tools, its earlier listing
+        having failed). The not-applicable the run's start noted for them is withdrawn: they are
+        armed in this run after all. Never raises."""
+        try:
+            with self.lock:
+                late = [
+                    entry
+                    for entry in self.checks
+                    if entry.built
+                    and entry.arms_on is None
+                    and id(entry) not in self._armed_ids
+                    and entry.armed(self.contracts, self.dials)
+                ]
+                for entry in late:
+                    self._armed_ids.add(id(entry))
+                    self.armed[entry.seam] = (*self.armed[entry.seam], entry)
+                    if self._begun and self.ledger is not None:
+                        for row in entry.rows:
+                            self.ledger.withdraw(row, NOT_APPLICABLE)
+                if any(entry.keeps_grounds for entry in late):
+                    self.state.regrounded(self.contracts)
+        except Exception as error:
+            self.internal_errors.append(InternalError("arming checks declared late", error))
 
     def resume(self, group: str) -> None:
         with self.lock:

@@ -181,6 +181,9 @@ class RunState:
     # finding the run has already filed, and the judge drops any it builds anyway.
     filed: set[str] = field(default_factory=set)
     grounds: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # The tools whose ``arguments_from`` was declared and could not be read: their grounding checks
+    # read unreachable, never not-applicable.
+    unread_grounds: frozenset[str] = frozenset()
     producers: frozenset[str] = frozenset()
     served: set[str] = field(default_factory=set)
     # Every tool whose served results some request of this run lacked: the union of all evictions so
@@ -215,8 +218,15 @@ class RunState:
             contracts=contracts,
             dials=dials,
             grounds=grounds,
+            unread_grounds=contracts.unread_grounds() if grounding else frozenset(),
             producers=frozenset(g for names in grounds.values() for g in names),
         )
+
+    def regrounded(self, contracts: ContractBook) -> None:
+        """The grounds as the book now declares them (a grounding check armed during the run)."""
+        self.grounds = contracts.grounds()
+        self.unread_grounds = contracts.unread_grounds()
+        self.producers = frozenset(g for names in self.grounds.values() for g in names)
 
     # ── reading ────────────────────────────────────────────────────────
 

@@ -165,22 +165,27 @@ class ToolScope:
         refusal: str | None = None
         try:
             self._held.detach()
-            verdict = self.judge.write(self.contract.name, self.call_id, result, arguments=self.arguments)
+            verdict = self.judge.write(
+                self.contract.name, self.call_id, result, arguments=self.arguments, contract=self.contract
+            )
             refusal = verdict.refusal
             if self.judge.internal_errors:
                 record_judge_errors(self.span, self.judge)
             passes = self.judge.take_passes() if self.judge.passes else ()
-            if verdict.findings or passes:  # the emitter is made only for a call that has something to say
+            if (
+                verdict.findings or passes or verdict.unreachable
+            ):  # made only for a call with something to say
                 emitter = SpanEmitter(self.span, self.inst)
                 emitter.findings(verdict.findings, tool_name=self.contract.name, call_id=self.call_id)
                 emitter.passes(passes)
+                emitter.unreachable(verdict.unreachable)
             if self.inst is not None and self.inst.capture_content:
                 owned = self._held.owned
                 set_content(self.span, names.GEN_AI_TOOL_CALL_ARGUMENTS, dict(self.arguments()), owned=owned)
                 set_content(self.span, names.GEN_AI_TOOL_CALL_RESULT, result, owned=owned)
         except Exception as ours:
             record_internal_error(self.span, "judging a tool result", ours)
-            if refusal is None and self.judge.enforces(self.contract.name):
+            if refusal is None and self.judge.enforces(self.contract.name, self.contract):
                 refusal = unjudged_refusal(self.contract.name)
         finally:
             try:

@@ -143,6 +143,12 @@ INTERNAL_ERROR_EVENT: Final = f"{_NS}.internal_error"
 INTERNAL_ERROR_WHERE: Final = f"{_NS}.internal_error.where"
 INTERNAL_ERROR_TYPE: Final = f"{_NS}.internal_error.type"
 
+# Recorded on a call's span when a check could not look and can say why: the declaration that
+# arms it was made (by an MCP server) and could not be read, so the ledger counts it unreachable.
+UNREACHABLE_EVENT: Final = f"{_NS}.unreachable"
+UNREACHABLE_CHECK: Final = f"{_NS}.unreachable.check"
+UNREACHABLE_REASON: Final = f"{_NS}.unreachable.reason"
+
 # ── The run summary ─────────────────────────────────────────────────────
 DISPOSITION_SPAN: Final = f"{_NS}.disposition"
 POSTURE: Final = f"{_NS}.posture"
