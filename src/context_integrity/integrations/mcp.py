@@ -5,11 +5,12 @@ enforcement works at both ends.
   server built with the official MCP Python SDK (``mcp.server.mcpserver.MCPServer``) or with fastmcp
   publishes each declared tool's contract in its definition's ``_meta`` under
   :data:`~context_integrity.contracts.meta.META_KEY`. A tool without declarations publishes no key.
-- **Enforcing at the server** (`enforce(server)`): a middleware judges a tool's structured result
-  against its own contract before it leaves the server. In enforce, the client receives an error
-  result (``isError: true``) whose text is the refusal sentence — never a non-error text result,
-  which would fail the client's output-schema validation. In warn the result passes through and
-  the server's own ``tools/call`` span carries the findings.
+- **Judging at the server** (`judge_results(server)`; `enforce` is its older name, kept as an
+  alias): a middleware judges a tool's structured result against its own contract before it
+  leaves the server, in warn as in enforce. In enforce, the client receives an error result
+  (``isError: true``) whose text is the refusal sentence — never a non-error text result, which
+  would fail the client's output-schema validation. In warn the result passes through and the
+  server's own ``tools/call`` span carries the findings.
 - **Ingesting** (`ingest_tools(tools, server=...)`, or `await ingest_client(client)`): a server's tool
   list becomes contracts; each known field is vetted by the same definition-time assert a local
   tool's declaration goes through, and a malformed one is dropped with one warning. Never raises.
@@ -49,8 +50,10 @@ __all__ = [
     "enforce",
     "ingest_client",
     "ingest_tools",
+    "judge_results",
     "read_tool",
     "serve_contracts",
+    "server_name",
     "tool_meta",
 ]
 
@@ -126,6 +129,7 @@ def _install_once(
     """Hook ``server`` once (``mark`` says it is done), the way its kind allows: fastmcp's
     middleware, the 1.x SDK ``FastMCP``'s tool manager (it has no middleware), or the 2.x SDK's
     middleware list. Returns ``server``."""
+    _keep_warnings_visible()
     if getattr(server, _MARK + mark, False):
         return server
     if _is_fastmcp(server):
@@ -206,12 +210,22 @@ async def _judge_call(ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> A
     return result
 
 
-def enforce(server: Any) -> Any:
+def _keep_warnings_visible() -> None:
+    """The SDK's ``MCPServer(log_level=...)`` calls ``logging.basicConfig`` on the root logger: at
+    ``"ERROR"`` or ``"CRITICAL"`` every warning of ours would be dropped in a server's process. Our
+    logger is given its own level, WARNING, when the application set none; a level it set stands
+    (``logging.getLogger("context_integrity").setLevel(...)`` silences us as it always did)."""
+    if logger.level == logging.NOTSET:
+        logger.setLevel(logging.WARNING)
+
+
+def judge_results(server: Any) -> Any:
     """Judge every tool result ``server`` returns against its own contract, before it leaves.
 
     With ``setup(check_column_types="enforce")`` a refused result reaches the client as an error
     result whose text is the refusal sentence; with ``"warn"`` it passes through and the server's
-    span carries the findings. Idempotent; returns ``server``.
+    span carries the findings. Idempotent; returns ``server``. ``enforce`` is the same function
+    under its older name.
     """
     return _install_once(
         server,
@@ -220,6 +234,10 @@ def enforce(server: Any) -> Any:
         tool_manager=_judge_tool_manager,
         middleware=_judge_call,
     )
+
+
+enforce: Final = judge_results
+"""The older name of :func:`judge_results`, kept: it judges in warn too, which the name did not say."""
 
 
 def _judge_tool_manager(server: Any) -> None:
