@@ -289,6 +289,7 @@ def judged_result(kept: Sequence[Kept], returned: object) -> object | None:
             content=list(getattr(result, "content", None) or ()),
             structured_content=getattr(result, "structured_content", None),
             is_error=bool(getattr(result, "is_error", False)),
+            meta=getattr(result, "meta", None),  # what the server said of its result, judged or settled
         )
     except Exception as ours:
         record_internal_error(None, "reading a pydantic-ai MCP tool's raw result", ours)
