@@ -200,3 +200,192 @@ def test_an_application_that_set_our_level_keeps_it() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "nowhere" not in result.stderr
+
+
+# ── 4. the call inside its span ──────────────────────────────────────────
+
+# The hand-written loop as an application writes it, in a process whose global tracer provider is
+# the application's (the MCP SDK and fastmcp trace into the global one): prints every span.
+NESTED_CALL = """
+import asyncio, json, sys
+from typing import Any
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+import context_integrity as ci
+from context_integrity.integrations import mcp as ci_mcp
+
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+ci.setup(check_column_types="enforce")
+
+ROWS = [{"lun": "", "host_group": "vdi-a"}, {"lun": 1, "host_group": "vdi-a"}]
+kind = sys.argv[1]
+if kind == "fastmcp":
+    import fastmcp
+    server = fastmcp.FastMCP("storage")
+    @server.tool(name="lun_mappings")
+    def fast_lun_mappings(host_group: str) -> list[dict[str, Any]]:
+        return ROWS
+    client = fastmcp.Client(server)
+    call_tool = client.call_tool
+else:
+    import mcp
+    from mcp.server.mcpserver import MCPServer
+    server = MCPServer("storage", log_level="CRITICAL")
+    @server.tool(name="lun_mappings")
+    def lun_mappings(host_group: str) -> list[dict[str, Any]]:
+        return ROWS
+    client = mcp.Client(server)
+    call_tool = client.call_tool
+ci_mcp.serve_contracts(server)
+ci.declare_tool("lun_mappings", result_columns={"lun": "number", "host_group": "string"})
+
+async def main():
+    async with client:
+        with ci.run("Which LUNs does vdi-a see?") as run:
+            async with run.tool_call("lun_mappings", "call_1", {"host_group": "vdi-a"}) as call:
+                raw = await call_tool("lun_mappings", {"host_group": "vdi-a"})
+                delivered = call.result(raw)
+    spans = [
+        {
+            "name": s.name,
+            "kind": s.kind.name,
+            "id": s.context.span_id,
+            "parent": s.parent.span_id if s.parent else None,
+            "start": s.start_time,
+            "end": s.end_time,
+            "findings": sum(e.name == "context_integrity.finding" for e in s.events),
+        }
+        for s in exporter.get_finished_spans()
+    ]
+    print(json.dumps({"delivered": delivered if isinstance(delivered, str) else None, "spans": spans}))
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize("kind", ["mcp-sdk", "fastmcp"])
+def test_the_mcp_client_and_server_spans_nest_under_the_tool_call(kind: str) -> None:
+    import json
+
+    result = _python(NESTED_CALL, kind)
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["delivered"] is not None and out["delivered"].startswith("Result rejected")
+    spans = out["spans"]
+    (ours,) = [s for s in spans if s["name"] == names.tool_span_name(TOOL)]
+    assert ours["findings"] == 1
+    by_id = {s["id"]: s for s in spans}
+
+    def under(span: dict[str, Any]) -> bool:
+        while span["parent"] in by_id:
+            span = by_id[span["parent"]]
+            if span is ours:
+                return True
+        return False
+
+    # Every span of the call itself (fastmcp's client span, the SDK's request, the server's handling)
+    # is inside ours, in the tree and in time.
+    calls = [s for s in spans if "tools/call" in s["name"]]
+    assert any(s["kind"] == "SERVER" for s in calls), [s["name"] for s in spans]
+    for span in calls:
+        assert under(span), span["name"]
+        assert ours["start"] <= span["start"] and span["end"] <= ours["end"]
+
+
+STDIO_TRACED = """
+import json, sys
+from typing import Any
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+from mcp.server.mcpserver import MCPServer
+
+class Lines(SpanExporter):
+    def export(self, spans):
+        with open(sys.argv[1], "a") as out:
+            for s in spans:
+                parent = s.parent.span_id if s.parent else None
+                out.write(json.dumps({"name": s.name, "trace": s.context.trace_id, "parent": parent}) + "\\n")
+        return SpanExportResult.SUCCESS
+
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(Lines()))
+trace.set_tracer_provider(provider)
+server = MCPServer("stdio-storage", log_level="ERROR")
+
+@server.tool()
+def lun_mappings(host_group: str) -> list[dict[str, Any]]:
+    return [{"lun": 0, "host_group": host_group}]
+
+server.run("stdio")
+"""
+
+
+async def test_over_stdio_the_servers_span_is_a_child_of_the_tool_calls_request(
+    telemetry: Telemetry, tmp_path: Path
+) -> None:
+    from opentelemetry import trace
+
+    telemetry.configure()
+    script = tmp_path / "server.py"
+    script.write_text(STDIO_TRACED)
+    lines = tmp_path / "server-spans.jsonl"
+    params = mcp_sdk.StdioServerParameters(
+        command=sys.executable, args=[str(script), str(lines)], env=dict(os.environ)
+    )
+    async with mcp_sdk.Client(params) as client:
+        with ci.run("q") as agent_run:
+            async with agent_run.tool_call(TOOL, "call_1", {"host_group": "vdi-a"}) as call:
+                assert call.span is not None
+                ours = call.span.get_span_context()
+                # What the client sends inside the block carries our span as its parent (W3C trace
+                # context in the request's _meta): the server's span joins the call's trace.
+                assert trace.get_current_span().get_span_context().span_id == ours.span_id
+                call.result(await client.call_tool(TOOL, {"host_group": "vdi-a"}))
+    import json
+
+    server_spans = [json.loads(line) for line in lines.read_text().splitlines()]
+    (handled,) = [s for s in server_spans if s["name"] == f"tools/call {TOOL}"]
+    # In our trace, under our span: directly, or through the client's request span when the process's
+    # global provider records the MCP SDK's own spans.
+    assert handled["trace"] == ours.trace_id and handled["parent"] is not None
+
+
+def test_the_sync_context_manager_holds_the_call_and_judges_its_result(telemetry: Telemetry) -> None:
+    from opentelemetry import trace
+
+    telemetry.configure(check_column_types="enforce")
+    ci.declare_tool(TOOL, result_columns=LUN_COLUMNS)
+    tracer = telemetry.provider.get_tracer("storage-client")
+    with ci.run("q") as agent_run:
+        with agent_run.tool_call(TOOL, "call_1", {"host_group": "vdi-a"}) as call:
+            with tracer.start_as_current_span("GET /luns"):
+                rows = LUN_ROWS
+            delivered = call.result(rows)
+            assert call.result(rows) == delivered  # reported once
+        assert trace.get_current_span() is not call.span
+    assert isinstance(delivered, str) and delivered.startswith("Result rejected")
+    ours = telemetry.one(names.tool_span_name(TOOL))
+    (request,) = telemetry.named("GET /luns")
+    assert request.parent is not None and request.parent.span_id == ours.context.span_id
+    assert ours.attributes is not None and ours.attributes[names.GEN_AI_TOOL_CALL_ID] == "call_1"
+    assert [f.kind for f in agent_run.findings] == ["column-type-mismatch"]
+
+
+def test_a_call_that_raises_or_reports_nothing_is_never_silently_judged(telemetry: Telemetry) -> None:
+    telemetry.configure(check_column_types="warn")
+    ci.declare_tool(TOOL, result_columns=LUN_COLUMNS)
+    with ci.run("q") as agent_run:
+        with pytest.raises(ConnectionError), agent_run.tool_call(TOOL, "call_1"):
+            raise ConnectionError("the server went away")
+        with agent_run.tool_call(TOOL, "call_2"):
+            pass  # closed without a result
+    spans = telemetry.named(names.tool_span_name(TOOL))
+    assert len(spans) == 2 and spans[0].status.status_code.name == "ERROR"
+    row = next(r for r in agent_run.ledger() if r.check == "column-type-mismatch")
+    assert (row.checked, row.unreachable) == (0, 1)  # the raising call judged nothing; the silent one said so

@@ -30,12 +30,10 @@ from tests.conftest import Telemetry
 import context_integrity as ci
 from context_integrity.contracts import read_result
 from context_integrity.contracts.results import judged_value
-from context_integrity.telemetry.schema import names
 from context_integrity.telemetry.setup import CONTRACTS
 
 try:
     import fastmcp
-    import mcp as mcp_sdk
     import mcp.types as mt
     from fastmcp.client.client import CallToolResult as FastResult
     from fastmcp.client.transports import StdioTransport

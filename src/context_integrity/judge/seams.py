@@ -388,6 +388,15 @@ class RunJudge:
             self.state.worked.add(seam)
             self._seam_failed(seam, where, error, set())
 
+    def note_unjudged(self, seam: Seam) -> None:
+        """An encounter the caller never handed over (a tool call closed without its result): every
+        check armed at ``seam`` counts it ``unreachable``. Our own code did not fail: nothing is kept."""
+        with self.lock:
+            self.state.worked.add(seam)
+            for entry in self.armed[seam]:
+                for row in entry.rows:
+                    self._note(row, UNREACHABLE)
+
     def _simple(self, seam: Seam, seen: object) -> list[Finding]:
         noted: set[int] = set()
         try:

@@ -81,7 +81,10 @@ class ToolResultSeen:
     @property
     def reading(self) -> ResultReading:
         if self._reading is None:
-            wrapped = self.contract.result_wrapped if self.contract is not None else False
+            contract = self.contract
+            # MCP structured content is always an object: rows a tool declared can only arrive as
+            # the SDK's and fastmcp's {"result": [...]}, whether or not an output schema said so.
+            wrapped = contract is not None and (contract.result_wrapped or bool(contract.result_columns))
             self._reading = read_result(judged_value(self.result, wrapped=wrapped))
         return self._reading
 

@@ -2,8 +2,10 @@
 
 The span is the host's where the host opened one (:mod:`.spans`); findings go on it through
 :mod:`.emit`. A call whose scope cannot open at all is settled by :func:`unopened_call`: unjudged,
-and refused when enforce holds for the tool. Never break the host: the only exceptions that leave a
-tool call are the tool's own, unchanged.
+and refused when enforce holds for the tool. :class:`OpenToolCall` is the hand-written loop's way
+in (``run.tool_call``): the span opens before the tool runs, so the spans of the call itself (an
+MCP client's, and through it its server's) nest under it. Never break the host: the only
+exceptions that leave a tool call are the tool's own, unchanged.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import functools
 import json
 import uuid
 from collections.abc import Callable, Mapping
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
@@ -156,6 +159,13 @@ class ToolScope:
         except Exception as ours:
             record_internal_error(None, "recording a tool's exception", ours)
 
+    def unreported(self) -> None:
+        """The call ended and no result was reported: its armed write checks could not look."""
+        try:
+            self._held.end()
+        finally:
+            self.judge.note_unjudged("write")
+
     def finish(self, result: Any) -> Any:
         """Judge the result, attach findings, end the span, and return what the caller receives.
 
@@ -252,3 +262,91 @@ def unopened_call(
     except Exception:  # cannot tell whether enforce holds: a tool with columns fails closed
         enforced = bool(contract.result_columns)
     return unjudged_refusal(contract.name) if enforced else None
+
+
+class OpenToolCall:
+    """One tool call reported around its execution: ``with run.tool_call(name, call_id, arguments)
+    as call:`` (or ``async with``) opens its ``execute_tool`` span before the tool runs, current in
+    the block; ``call.result(value)`` judges what the tool returned and gives back what the model
+    should read (the value, or the refusal sentence in enforce), and ends the span.
+
+    The block's own exception ends the span in error and passes through unchanged. A block left
+    without a result reported goes unjudged, and the run notes its write seam ``unreachable``.
+    """
+
+    __slots__ = ("_arguments", "_call_id", "_contract", "_delivered", "_reported", "_run", "_scope")
+
+    def __init__(
+        self, run: Run | None, contract: ToolContract, call_id: str | None, arguments: Mapping[str, Any]
+    ) -> None:
+        self._run = run
+        self._contract = contract
+        self._call_id = call_id
+        self._arguments = arguments
+        self._scope: ToolScope | None = None
+        self._reported = False
+        self._delivered: Any = None
+
+    @property
+    def span(self) -> Span | None:
+        """The call's span while it is open (the host's, when it opened one for this tool)."""
+        return self._scope.span if self._scope is not None else None
+
+    @property
+    def call_id(self) -> str | None:
+        """The call's id: the one given, else the one the model announced, else one made up."""
+        return self._scope.call_id if self._scope is not None else self._call_id
+
+    def _open(self) -> None:
+        if self._scope is not None or self._reported:
+            return
+        try:
+            self._scope = ToolScope(
+                self._contract, lambda: self._arguments, run=self._run, call_id=self._call_id
+            )
+        except Exception as ours:
+            self._reported = True  # nothing to judge in: :meth:`result` settles it as unopened
+            self._delivered = unopened_call(self._contract, ours)
+
+    def result(self, value: Any) -> Any:
+        """Judge the tool's result; return what the model should read. Reported once: a second
+        report hands back what the first one delivered."""
+        self._open()
+        scope = self._scope
+        if scope is None:  # it could not open: unjudged, or the refusal when enforce holds
+            return value if self._delivered is None else self._delivered
+        if not self._reported:
+            self._reported = True
+            self._delivered = scope.finish(value)
+        return self._delivered
+
+    def _close(self, error: BaseException | None) -> None:
+        scope = self._scope
+        if scope is None or self._reported:
+            return
+        self._reported = True
+        if error is not None:
+            scope.fail(error)
+            return
+        try:
+            scope.unreported()
+        except Exception as ours:
+            record_internal_error(None, "closing a tool call", ours)
+
+    def __enter__(self) -> OpenToolCall:
+        self._open()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._close(exc)
+
+    async def __aenter__(self) -> OpenToolCall:
+        self._open()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._close(exc)
