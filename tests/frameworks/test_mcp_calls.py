@@ -389,3 +389,180 @@ def test_a_call_that_raises_or_reports_nothing_is_never_silently_judged(telemetr
     assert len(spans) == 2 and spans[0].status.status_code.name == "ERROR"
     row = next(r for r in agent_run.ledger() if r.check == "column-type-mismatch")
     assert (row.checked, row.unreachable) == (0, 1)  # the raising call judged nothing; the silent one said so
+
+
+# ── 5. never silently unjudged ───────────────────────────────────────────
+
+SERVED_META = {META_KEY: {"result_columns": LUN_COLUMNS}}
+
+
+def _flaky(server: Any, fails: Any) -> Any:
+    """``server``, whose ``tools/list`` fails on the listings ``fails(n)`` picks (n counts from 1)."""
+    listings = [0]
+
+    def failing() -> bool:
+        listings[0] += 1
+        return bool(fails(listings[0]))
+
+    if isinstance(server, fastmcp.FastMCP):
+        from fastmcp.server.middleware import Middleware
+
+        class Flaky(Middleware):
+            async def on_list_tools(self, context: Any, call_next: Any) -> Any:
+                if failing():
+                    raise RuntimeError("the server is still starting")
+                return await call_next(context)
+
+        server.add_middleware(Flaky())
+    else:
+
+        async def flaky(ctx: Any, call_next: Any) -> Any:
+            if getattr(ctx, "method", None) == "tools/list" and failing():
+                raise RuntimeError("the server is still starting")
+            return await call_next(ctx)
+
+        server.middleware.append(flaky)
+    return server
+
+
+def _pydantic_ai_run(telemetry: Telemetry, toolset: Any) -> tuple[Any, Any]:
+    """An agent holding ``toolset`` that calls the LUN tool once; (the script, the run's coroutine)."""
+    from pydantic_ai import Agent
+    from tests.frameworks.test_pydantic_ai import Script, call, instrumented, text
+
+    script = Script.of(call(TOOL, "call_lun", host_group="vdi-a"), text("vdi-a maps two LUNs."))
+    agent: Any = Agent(script.model(), name="storage", toolsets=[toolset])
+    agent.instrument = instrumented(telemetry)
+    return script, agent.run("Map vdi-a.")
+
+
+def _column_rows(telemetry: Telemetry) -> dict[str, object]:
+    (summary,) = telemetry.summaries()
+    attributes = dict(summary.attributes or {})
+    return {
+        field: attributes.get(names.row_attribute("column-type-mismatch", "write", field), 0)
+        for field in ("checked", "findings", "not_applicable", "unreachable")
+    }
+
+
+@pytest.fixture
+def pydantic_ai_armed(telemetry: Telemetry) -> Any:
+    from context_integrity.integrations import pydantic_ai as integration
+
+    yield telemetry
+    integration.uninstrument_all()
+
+
+@pytest.mark.parametrize("make_server", [_sdk_server, _fastmcp_server], ids=["mcp-sdk", "fastmcp"])
+@pytest.mark.parametrize("mode", ["warn", "enforce"])
+async def test_a_failed_pre_run_listing_is_retried_at_the_servers_first_call(
+    pydantic_ai_armed: Telemetry, caplog: pytest.LogCaptureFixture, make_server: Any, mode: str
+) -> None:
+    from pydantic_ai.mcp import MCPToolset
+    from tests.frameworks.test_pydantic_ai import returns
+
+    telemetry = pydantic_ai_armed
+    telemetry.configure(check_column_types=mode)
+    server = _flaky(make_server("slow-storage", SERVED_META), lambda n: n == 1)  # only the first fails
+    script, running = _pydantic_ai_run(telemetry, MCPToolset(server))
+    with caplog.at_level(logging.DEBUG, logger="context_integrity"):  # logged at error once a process
+        await running
+    assert any("listing a pydantic-ai MCP toolset's tools" in r.getMessage() for r in caplog.records)
+    (delivered,) = returns(script.received[1])
+    if mode == "enforce":
+        assert isinstance(delivered.content, str) and delivered.content.startswith("Result rejected")
+    else:
+        assert delivered.content == LUN_ROWS
+    findings = [e for s in telemetry.finished() for e in s.events if e.name == names.FINDING_EVENT]
+    assert len(findings) == 1
+    # Armed at the call: the run's start did not count it not-applicable after all.
+    assert _column_rows(telemetry) == {"checked": 1, "findings": 1, "not_applicable": 0, "unreachable": 0}
+
+
+async def test_a_tool_whose_server_cannot_be_listed_reads_unreachable_with_the_reason(
+    pydantic_ai_armed: Telemetry,
+) -> None:
+    from pydantic_ai.mcp import MCPToolset
+    from tests.frameworks.test_pydantic_ai import returns
+
+    telemetry = pydantic_ai_armed
+    telemetry.configure(check_column_types="warn")
+    # Every other listing fails: before the run and at our retry; the run's own listings succeed.
+    server = _flaky(_sdk_server("flaky-storage", SERVED_META), lambda n: n % 2 == 1)
+    script, running = _pydantic_ai_run(telemetry, MCPToolset(server, cache_tools=False))
+    await running
+    (delivered,) = returns(script.received[1])
+    assert delivered.content == LUN_ROWS  # warn: the tool works, unjudged
+    assert _column_rows(telemetry) == {"checked": 0, "findings": 0, "not_applicable": 0, "unreachable": 1}
+    reasons = [
+        str(dict(e.attributes or {})[names.UNREACHABLE_REASON])
+        for s in telemetry.finished()
+        for e in s.events
+        if e.name == names.UNREACHABLE_EVENT
+    ]
+    assert reasons and all("'flaky-storage'" in r and "could not be listed" in r for r in reasons)
+
+
+STARTS_SLOWLY = """
+import os, sys
+from typing import Any
+from mcp.server.mcpserver import MCPServer
+
+marker = sys.argv[1]
+if not os.path.exists(marker):  # the first start fails, as a server still warming up would
+    open(marker, "w").close()
+    sys.exit(3)
+server = MCPServer("late-storage", log_level="ERROR")
+
+@server.tool(meta={"io.github.context-integrity/contract": {"result_columns": {"lun": "number", "host_group": "string"}}})
+def lun_mappings(host_group: str) -> list[dict[str, Any]]:
+    return [{"lun": "", "host_group": host_group}, {"lun": 1, "host_group": host_group}]
+
+server.run("stdio")
+"""
+
+
+async def test_over_stdio_a_server_that_failed_its_first_start_is_judged_at_its_first_call(
+    pydantic_ai_armed: Telemetry, tmp_path: Path
+) -> None:
+    from fastmcp.client.transports import StdioTransport
+    from pydantic_ai.mcp import MCPToolset
+
+    telemetry = pydantic_ai_armed
+    telemetry.configure(check_column_types="enforce")
+    script_path = tmp_path / "server.py"
+    script_path.write_text(STARTS_SLOWLY)
+    transport = StdioTransport(
+        command=sys.executable, args=[str(script_path), str(tmp_path / "started")], keep_alive=False
+    )
+    script, running = _pydantic_ai_run(telemetry, MCPToolset(transport, init_timeout=60))
+    await running
+    from tests.frameworks.test_pydantic_ai import returns
+
+    (delivered,) = returns(script.received[1])
+    assert isinstance(delivered.content, str) and delivered.content.startswith("Result rejected")
+    assert _column_rows(telemetry)["findings"] == 1
+
+
+@pytest.mark.parametrize("make_server", [_sdk_server, _fastmcp_server], ids=["mcp-sdk", "fastmcp"])
+async def test_a_malformed_declaration_reads_unreachable_not_not_applicable(
+    telemetry: Telemetry, make_server: Any
+) -> None:
+    telemetry.configure(check_column_types="enforce")
+    server = make_server("typo-storage", MALFORMED)
+    async with fastmcp.Client(server) as client:
+        await ci_mcp.ingest_client(client)
+        with ci.run("q") as agent_run:
+            async with agent_run.tool_call(TOOL, "call_1", {"host_group": "vdi-a"}) as call:
+                raw = await client.call_tool(TOOL, {"host_group": "vdi-a"})
+                delivered = call.result(raw)
+    assert delivered is raw  # nothing declared could be read, so nothing is enforced: the tool works
+    row = next(r for r in agent_run.ledger() if r.check == "column-type-mismatch")
+    assert (row.checked, row.not_applicable, row.unreachable) == (0, 0, 1)
+    (span,) = telemetry.named(names.tool_span_name(TOOL))
+    (reason,) = {
+        str(dict(e.attributes or {})[names.UNREACHABLE_REASON])
+        for e in span.events
+        if e.name == names.UNREACHABLE_EVENT
+    }
+    assert "'typo-storage'" in reason and "'integer'" in reason  # the server, and the rule it broke
