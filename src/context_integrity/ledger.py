@@ -54,6 +54,10 @@ ROW_FIELDS: Final[tuple[str, ...]] = (
     "last_fired_at",
 )
 
+# A count a row carries only once it is nonzero, beside the fields above: the encounters whose
+# verdict an MCP server reached and said so in the result (its findings live on its span, not here).
+JUDGED_AT_SERVER: Final = "judged_at_server"
+
 Posture = Literal["observe", "dev"]
 
 
@@ -63,7 +67,8 @@ class LedgerRow:
 
     ``checked`` = passes + failures; ``findings`` = failures (never more than
     ``checked``); ``last_fired_at`` is epoch milliseconds of the last failure,
-    ``None`` until one happens (never a fabricated zero).
+    ``None`` until one happens (never a fabricated zero). ``judged_at_server``
+    counts, among these encounters, those an MCP server judged and said so.
     """
 
     check: Kind
@@ -74,6 +79,7 @@ class LedgerRow:
     unreachable: int = 0
     synthetic: int = 0
     last_fired_at: int | None = None
+    judged_at_server: int = 0
 
     @property
     def check_id(self) -> CheckId:
@@ -87,6 +93,8 @@ class LedgerRow:
         out: dict[str, object] = {name: getattr(self, name) for name in ROW_FIELDS}
         if self.last_fired_at is None:
             del out["last_fired_at"]
+        if self.judged_at_server:
+            out[JUDGED_AT_SERVER] = self.judged_at_server
         return out
 
 
@@ -149,6 +157,12 @@ class DispositionLedger:
         elif disposition == UNREACHABLE and row.unreachable:
             row.unreachable -= 1
 
+    def note_judged_at_server(self, check_id: CheckId) -> None:
+        """The encounter just noted was judged at an MCP server, which said so in the result."""
+        row = self._rows.get(check_id)
+        if row is not None:
+            row.judged_at_server += 1
+
     def note_synthetic(self, check_id: CheckId, outcome: Literal["minted", "caught"]) -> None:
         """Count a canary; canaries never touch the real counts."""
         canary = self._canaries.get(check_id)
@@ -171,6 +185,7 @@ class DispositionLedger:
             source.unreachable,
             source.synthetic,
             source.last_fired_at,
+            source.judged_at_server,
         )
 
     def report(self) -> list[LedgerRow]:
@@ -185,6 +200,7 @@ class DispositionLedger:
             "not_applicable": sum(r.not_applicable for r in rows),
             "unreachable": sum(r.unreachable for r in rows),
             "synthetic": sum(r.synthetic for r in rows),
+            JUDGED_AT_SERVER: sum(r.judged_at_server for r in rows),
         }
 
     def assert_alive(

@@ -61,7 +61,7 @@ from tests.frameworks.test_pydantic_ai import (
 from context_integrity.contracts.meta import META_KEY, WARNED
 from context_integrity.integrations import mcp as ci_mcp
 from context_integrity.integrations import pydantic_ai as integration
-from context_integrity.integrations._pydantic_ai_mcp import judged_result
+from context_integrity.integrations._pydantic_ai_mcp import Kept, judged_result
 
 TOOL = "lun_mappings"
 BLOCKS_TOOL = "lun_blocks"
@@ -386,5 +386,5 @@ class _Raising:
     returned=_json,
 )
 def test_no_kept_result_or_returned_value_raises(result: object, returned: object) -> None:
-    judged = judged_result([("t", result)], returned)
+    judged = judged_result([Kept(None, "t", result)], returned)
     assert judged is None or isinstance(judged, mt.CallToolResult)

@@ -31,7 +31,9 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from .._memo import ToldOnce
+from ..findings import Finding, finding_identity
 from ..limits import (
+    MAX_IDENTITY_CHARS,
     MAX_SCHEMA_DEPTH,
     MAX_SERVED_COLUMNS,
     MAX_SERVED_GROUNDS,
@@ -47,7 +49,17 @@ from .tool import ToolContract, assert_result_kind
 logger = logging.getLogger("context_integrity")
 
 META_KEY: Final = "io.github.context-integrity/contract"
-"""The one ``_meta`` key this library owns (see the module docstring for why it is spelled so)."""
+"""The ``_meta`` key of a tool definition's declarations (see the module docstring for its spelling)."""
+
+RESULT_META_KEY: Final = "io.github.context-integrity/result"
+"""The ``_meta`` key of a tool result: what the server that judged it found (``judged``), and that
+its structured content is a semantic envelope (``semantic``). Spelled as :data:`META_KEY` is."""
+
+JUDGED: Final = "judged"
+SEMANTIC: Final = "semantic"
+# What a judged stamp names, at most: the findings one result files of each kind are bounded
+# (MAX_COLUMN_FINDINGS_PER_KIND), and a client reads no more of a stamp than a server would write.
+_MAX_STAMPED_FINDINGS: Final = 64
 
 # The fields that travel, each with the definition-time assert that vets it on arrival.
 TRAVELLING_FIELDS: Final[tuple[str, ...]] = ("result_columns", "arguments_from", "result_kind")
@@ -251,6 +263,99 @@ def read_contract_meta(meta: object, *, server: str, tool: str) -> TravelledDecl
         )
     except Exception:  # a hostile mapping: nothing from it
         return TravelledDeclaration()
+
+
+# ── What a server says of a result ──────────────────────────────────────
+
+
+def judged_stamp(
+    server: str, contract: ToolContract, rows: Mapping[str, str], findings: list[Finding]
+) -> dict[str, Any]:
+    """The ``judged`` value a server puts in a result's ``_meta``: its name, the contract it judged
+    by (as it travels), each row's disposition (``kind@seam``), and the findings it filed (kind,
+    predicate, identity): the client records the result as judged there and files none of them again."""
+    return {
+        "server": server,
+        "contract": contract_meta(contract),
+        "rows": dict(rows),
+        "findings": [
+            {
+                "kind": finding.kind,
+                "predicate": finding.predicate,
+                "identity": finding_identity(finding, with_epoch=False)[:MAX_IDENTITY_CHARS],
+            }
+            for finding in findings[:_MAX_STAMPED_FINDINGS]
+        ],
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class ServerVerdict:
+    """What a server said it found in a result it judged (read back from the result's ``_meta``).
+
+    ``contract`` is the declaration it judged by, as it travels (compared with the client's own);
+    ``rows`` each row's disposition by ``kind@seam``; ``filed`` the (kind, predicate) of each finding
+    it filed.
+    """
+
+    server: str
+    contract: object
+    rows: Mapping[str, str]
+    filed: frozenset[tuple[str, str | None]]
+
+
+def _text(value: object) -> str | None:
+    return value[:MAX_SERVED_NAME_CHARS] if isinstance(value, str) else None
+
+
+def read_server_verdict(result_meta: object) -> ServerVerdict | None:
+    """The ``judged`` stamp of a result's ``_meta`` under :data:`RESULT_META_KEY`, else ``None``.
+
+    Data from a server: never raises, reads a bounded number of findings, clips every string.
+    """
+    try:
+        bag = result_meta.get(RESULT_META_KEY) if isinstance(result_meta, Mapping) else None
+        judged = bag.get(JUDGED) if isinstance(bag, Mapping) else None
+        if not isinstance(judged, Mapping):
+            return None
+        rows = judged.get("rows")
+        found = judged.get("findings")
+        filed: set[tuple[str, str | None]] = set()
+        for item in found[:_MAX_STAMPED_FINDINGS] if isinstance(found, list) else ():
+            kind = _text(item.get("kind")) if isinstance(item, Mapping) else None
+            if kind is not None:
+                filed.add((kind, _text(item.get("predicate"))))
+        return ServerVerdict(
+            server=_text(judged.get("server")) or "mcp",
+            contract=judged.get("contract"),
+            rows={
+                str(row)[:MAX_SERVED_NAME_CHARS]: disposition
+                for row, disposition in list(rows.items())[:_MAX_STAMPED_FINDINGS]
+                if isinstance(disposition, str)
+            }
+            if isinstance(rows, Mapping)
+            else {},
+            filed=frozenset(filed),
+        )
+    except Exception:  # a hostile mapping: no verdict taken from it
+        return None
+
+
+def is_marked_semantic(result_meta: object) -> bool:
+    """Whether a result's ``_meta`` marks its structured content a semantic envelope. Never raises."""
+    try:
+        bag = result_meta.get(RESULT_META_KEY) if isinstance(result_meta, Mapping) else None
+        return isinstance(bag, Mapping) and bag.get(SEMANTIC) is True
+    except Exception:
+        return False
+
+
+def with_result_meta(meta: object, **stamp: object) -> dict[str, Any]:
+    """A result's ``_meta`` with our key's fields set from ``stamp`` (other keys, and fields, kept)."""
+    out = dict(meta) if isinstance(meta, Mapping) else {}
+    held = out.get(RESULT_META_KEY)
+    out[RESULT_META_KEY] = {**(dict(held) if isinstance(held, Mapping) else {}), **stamp}
+    return out
 
 
 # ── An output schema as a column declaration ────────────────────────────

@@ -5,16 +5,25 @@ enforcement works at both ends.
   server built with the official MCP Python SDK (``mcp.server.mcpserver.MCPServer``) or with fastmcp
   publishes each declared tool's contract in its definition's ``_meta`` under
   :data:`~context_integrity.contracts.meta.META_KEY`. A tool without declarations publishes no key.
+  A result whose structured content is a semantic envelope (``ci.semantic(...)``) is marked in its
+  own ``_meta`` under :data:`~context_integrity.contracts.meta.RESULT_META_KEY`, so the client
+  settles its facts.
 - **Judging at the server** (`judge_results(server)`; `enforce` is its older name, kept as an
   alias): a middleware judges a tool's structured result against its own contract before it
-  leaves the server, in warn as in enforce. In enforce, the client receives an error result
-  (``isError: true``) whose text is the refusal sentence — never a non-error text result, which
-  would fail the client's output-schema validation. In warn the result passes through and the
-  server's own ``tools/call`` span carries the findings.
+  leaves the server, in warn as in enforce, and says what it found in the result's ``_meta`` (its
+  name, the contract it judged by, each row's disposition, the findings it filed). In enforce, the
+  client receives an error result (``isError: true``) whose text is the refusal sentence — never a
+  non-error text result, which would fail the client's output-schema validation. In warn the result
+  passes through and the server's own ``tools/call`` span carries the findings.
 - **Ingesting** (`ingest_tools(tools, server=...)`, or `await ingest_client(client)`): a server's tool
-  list becomes contracts; each known field is vetted by the same definition-time assert a local
-  tool's declaration goes through, and a malformed one is dropped with one warning. Never raises.
+  list becomes contracts, kept apart by the server's name (``serverInfo.name``); each known field is
+  vetted by the same definition-time assert a local tool's declaration goes through, and a
+  malformed one is dropped with one warning (a contract over a cap of ``limits.py``, refused whole).
+  A declaration made in this process always stands. Never raises.
   ``columns_from_output_schema=True`` reads a row-describing output schema as the column declaration.
+- **Judging at the client**: a result a server judged, by the same contract, is recorded in the
+  run's ledger as judged at the server (``judged_at_server``) and its findings are not filed again:
+  they live on the server's span. With a different contract the client judges by its own and says so.
 
 The MCP SDK and fastmcp are imported lazily, inside the functions that need them.
 """
@@ -28,15 +37,21 @@ from typing import Any, Final
 
 from ..contracts import ToolContract, define_contract
 from ..contracts.meta import (
+    JUDGED,
     META_KEY,
+    RESULT_META_KEY,
+    SEMANTIC,
     WARNED,
     columns_from_output_schema,
+    judged_stamp,
     over_a_cap,
     read_contract_meta,
     with_contract_meta,
+    with_result_meta,
     wrapped_rows_schema,
 )
 from ..contracts.results import judged_value
+from ..contracts.semantic import is_envelope
 from ..limits import MAX_NAMED_IN_REFUSAL, MAX_SERVED_NAME_CHARS
 from ..telemetry.emit import record_internal_error
 from ..telemetry.run.tool_call import ToolScope
@@ -47,6 +62,7 @@ logger = logging.getLogger("context_integrity")
 
 __all__ = [
     "META_KEY",
+    "RESULT_META_KEY",
     "enforce",
     "ingest_client",
     "ingest_tools",
@@ -100,19 +116,10 @@ def _is_fastmcp(server: object) -> bool:
     return type(server).__module__.startswith("fastmcp")
 
 
-def _stamp_tool_manager(server: Any) -> None:
-    """The SDK's 1.x ``FastMCP`` has no middleware: its tool manager's listing is stamped instead.
-
-    ``FastMCP.list_tools`` reads each registered tool's ``meta`` from that listing, for tools
-    defined before or after this call.
-    """
-    manager = server._tool_manager
-    listed = manager.list_tools
-
-    def stamped() -> Any:
-        return _stamp_tool_models(listed())
-
-    manager.list_tools = stamped
+def _label_of(server: Any) -> str:
+    """The name a server was given (the ``serverInfo.name`` it will tell its clients)."""
+    name = getattr(server, "name", None)
+    return name[:MAX_SERVED_NAME_CHARS] if isinstance(name, str) and name.strip() else "mcp"
 
 
 Middleware = Callable[[Any, Callable[[Any], Awaitable[Any]]], Awaitable[Any]]
@@ -124,7 +131,7 @@ def _install_once(
     *,
     fastmcp: Callable[[], Any],
     tool_manager: Callable[[Any], None],
-    middleware: Middleware,
+    middleware: Callable[[], Middleware],
 ) -> Any:
     """Hook ``server`` once (``mark`` says it is done), the way its kind allows: fastmcp's
     middleware, the 1.x SDK ``FastMCP``'s tool manager (it has no middleware), or the 2.x SDK's
@@ -137,77 +144,117 @@ def _install_once(
     elif not hasattr(server, "middleware") and hasattr(server, "_tool_manager"):
         tool_manager(server)
     else:
-        server.middleware.append(middleware)
+        server.middleware.append(middleware())
     setattr(server, _MARK + mark, True)
     return server
 
 
-async def _stamp_listing(ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
-    result = await call_next(ctx)
-    try:
-        if getattr(ctx, "method", None) == "tools/list":
-            _stamp_wire_tools(result)
-    except Exception as ours:
-        record_internal_error(None, "publishing MCP tool contracts", ours)
-    return result
-
-
 def serve_contracts(server: Any) -> Any:
-    """Publish every declared tool's contract in the ``_meta`` of the tools ``server`` lists.
+    """Publish every declared tool's contract in the ``_meta`` of the tools ``server`` lists, and
+    mark a result whose structured content is a semantic envelope (``ci.semantic(...)``) in its own
+    ``_meta``, so the client settles its facts.
 
     One call per server, for tools defined before or after it; idempotent. Returns ``server``.
     """
+    label = _label_of(server)
     return _install_once(
         server,
         "_serve",
-        fastmcp=lambda: _fastmcp_middleware(serve=True, judge=False),
-        tool_manager=_stamp_tool_manager,
-        middleware=_stamp_listing,
+        fastmcp=lambda: _fastmcp_middleware(label, serve=True, judge=False),
+        tool_manager=lambda hooked: _hook_tool_manager(hooked, label, serve=True, judge=False),
+        middleware=lambda: _wire_middleware(label, serve=True, judge=False),
     )
 
 
-# ── enforcing at the server ─────────────────────────────────────────────
+# ── what the server says of a result ────────────────────────────────────
 
 
-def _judge_on_server(name: object, arguments: object, structured: object) -> str | None:
-    """Judge one structured result against the tool's own contract; the refusal sentence, or ``None``."""
+def _judged_on_server(
+    label: str, name: object, arguments: object, structured: object
+) -> tuple[str | None, Any]:
+    """Judge one structured result against the tool's own contract: (the refusal sentence or
+    ``None``, the ``judged`` stamp for the result's ``_meta`` or ``None``)."""
     if not isinstance(name, str):
-        return None
+        return None, None
     contract = CONTRACTS.get(name)
     if contract is None or not contract.result_columns:
-        return None
+        return None, None
     rows = judged_value({"content": [], "structuredContent": structured, "isError": False}, wrapped=True)
     args = dict(arguments) if isinstance(arguments, Mapping) else {}
-    scope = ToolScope(contract, lambda: args)
+    # Judged on its own, never in a client's run that happens to be open in this process: the
+    # server is its own service, and its findings live on its own span.
+    scope = ToolScope(contract, lambda: args, standalone=True)
+    scope.judge.keep_rows = True
     delivered = scope.finish(rows)
-    if delivered is rows:
-        return None
-    return delivered if isinstance(delivered, str) else None
+    verdict = scope.verdict
+    stamp = None
+    if verdict is not None and verdict.rows:
+        stamp = judged_stamp(
+            label, contract, {row.render(): d for row, d in verdict.rows.items()}, verdict.findings
+        )
+    refusal = delivered if delivered is not rows and isinstance(delivered, str) else None
+    return refusal, stamp
 
 
-def _refusal_result(text: str) -> Any:
+def _said(
+    label: str, name: object, arguments: object, structured: object, *, judge: bool
+) -> tuple[str | None, dict[str, Any]]:
+    """What a result's ``_meta`` says of it under our key (a judged stamp, a semantic envelope's
+    mark), and the refusal that replaces it; never raises (a failure is recorded, nothing said)."""
+    said: dict[str, Any] = {}
+    try:
+        if is_envelope(structured):
+            said[SEMANTIC] = True
+        if judge:
+            refusal, judged = _judged_on_server(label, name, arguments, structured)
+            if judged is not None:
+                said[JUDGED] = judged
+            return refusal, said
+    except Exception as ours:
+        record_internal_error(None, "judging an MCP tool result", ours)
+    return None, said
+
+
+def _refusal_result(text: str, said: Mapping[str, Any]) -> Any:
     import mcp.types as mt
 
     # By the wire's own names, which both SDK lines validate (2.x's models also take snake_case).
-    return mt.CallToolResult.model_validate({"content": [{"type": "text", "text": text}], "isError": True})
+    wire: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": True}
+    if said:
+        wire["_meta"] = with_result_meta(None, **said)
+    return mt.CallToolResult.model_validate(wire)
 
 
-async def _judge_call(ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
-    result = await call_next(ctx)
-    try:
-        if getattr(ctx, "method", None) != "tools/call" or not isinstance(result, Mapping):
-            return result
-        if result.get("isError") or "structuredContent" not in result:
-            return result
-        params = getattr(ctx, "params", None) or {}
-        refusal = _judge_on_server(
-            params.get("name"), params.get("arguments"), result.get("structuredContent")
-        )
-        if refusal is not None:
-            return _refusal_result(refusal)
-    except Exception as ours:
-        record_internal_error(None, "judging an MCP tool result", ours)
-    return result
+def _wire_middleware(label: str, *, serve: bool, judge: bool) -> Middleware:
+    """The 2.x SDK's middleware: the listing stamped (``serve``), every call's result marked, and
+    judged (``judge``)."""
+
+    async def middleware(ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
+        result = await call_next(ctx)
+        try:
+            method = getattr(ctx, "method", None)
+            if method == "tools/list" and serve:
+                _stamp_wire_tools(result)
+            elif method == "tools/call" and isinstance(result, Mapping):
+                if result.get("isError") or "structuredContent" not in result:
+                    return result
+                params = getattr(ctx, "params", None) or {}
+                refusal, said = _said(
+                    label,
+                    params.get("name"),
+                    params.get("arguments"),
+                    result["structuredContent"],
+                    judge=judge,
+                )
+                if refusal is not None:
+                    return _refusal_result(refusal, said)
+                if said:
+                    return {**result, "_meta": with_result_meta(result.get("_meta"), **said)}
+        except Exception as ours:
+            record_internal_error(None, "judging an MCP tool result", ours)
+        return result
+
+    return middleware
 
 
 def _keep_warnings_visible() -> None:
@@ -224,15 +271,17 @@ def judge_results(server: Any) -> Any:
 
     With ``setup(check_column_types="enforce")`` a refused result reaches the client as an error
     result whose text is the refusal sentence; with ``"warn"`` it passes through and the server's
-    span carries the findings. Idempotent; returns ``server``. ``enforce`` is the same function
-    under its older name.
+    span carries the findings. Either way the result's ``_meta`` says what the server found, so a
+    client of this library records it as judged there and does not file the same findings again.
+    Idempotent; returns ``server``. ``enforce`` is the same function under its older name.
     """
+    label = _label_of(server)
     return _install_once(
         server,
         "_enforce",
-        fastmcp=lambda: _fastmcp_middleware(serve=False, judge=True),
-        tool_manager=_judge_tool_manager,
-        middleware=_judge_call,
+        fastmcp=lambda: _fastmcp_middleware(label, serve=False, judge=True),
+        tool_manager=lambda hooked: _hook_tool_manager(hooked, label, serve=False, judge=True),
+        middleware=lambda: _wire_middleware(label, serve=False, judge=True),
     )
 
 
@@ -240,32 +289,55 @@ enforce: Final = judge_results
 """The older name of :func:`judge_results`, kept: it judges in warn too, which the name did not say."""
 
 
-def _judge_tool_manager(server: Any) -> None:
-    """The SDK's 1.x ``FastMCP``: its tool manager's calls are judged (it has no middleware).
+def _hook_tool_manager(server: Any, label: str, *, serve: bool, judge: bool) -> None:
+    """The SDK's 1.x ``FastMCP`` has no middleware: its tool manager is hooked instead.
 
-    A tool with an output schema comes back as ``(content blocks, structured content)``; an error
-    result returned in its place reaches the client unchanged (the SDK passes a ``CallToolResult``
-    through, output-schema validation included).
+    ``serve``: its listing is stamped (``FastMCP.list_tools`` reads each registered tool's ``meta``
+    from it, for tools defined before or after this call). Every call's result is marked and, with
+    ``judge``, judged: a tool with an output schema comes back as ``(content blocks, structured
+    content)``, and a ``CallToolResult`` returned in its place, error or not, reaches the client
+    unchanged (the SDK passes one through, output-schema validation included).
     """
+    import mcp.types as mt
+
     manager = server._tool_manager
+    if serve:
+        listed = manager.list_tools
+
+        def stamped() -> Any:
+            return _stamp_tool_models(listed())
+
+        manager.list_tools = stamped
     call = manager.call_tool
 
-    async def judged(name: str, arguments: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+    async def marked(name: str, arguments: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
         result = await call(name, arguments, *args, **kwargs)
         try:
             if isinstance(result, tuple) and len(result) == 2:
-                refusal = _judge_on_server(name, arguments, result[1])
-                if refusal is not None:
-                    return _refusal_result(refusal)
+                content, structured, meta = result[0], result[1], None
+            elif isinstance(result, mt.CallToolResult) and not result.isError:  # type: ignore[attr-defined]
+                content, structured, meta = result.content, result.structuredContent, result.meta  # type: ignore[attr-defined]
+            else:
+                return result
+            refusal, said = _said(label, name, arguments, structured, judge=judge)
+            if refusal is not None:
+                return _refusal_result(refusal, said)
+            if said:
+                return mt.CallToolResult.model_validate(
+                    {
+                        "content": content,
+                        "structuredContent": structured,
+                        "_meta": with_result_meta(meta, **said),
+                    }
+                )
         except Exception as ours:
             record_internal_error(None, "judging an MCP tool result", ours)
         return result
 
-    manager.call_tool = judged
+    manager.call_tool = marked
 
 
-def _fastmcp_middleware(*, serve: bool, judge: bool) -> Any:
-    import mcp.types as mt
+def _fastmcp_middleware(label: str, *, serve: bool, judge: bool) -> Any:
     from fastmcp.server.middleware import Middleware
     from fastmcp.tools.base import ToolResult
 
@@ -276,15 +348,23 @@ def _fastmcp_middleware(*, serve: bool, judge: bool) -> Any:
 
         async def on_call_tool(self, context: Any, call_next: Any) -> Any:
             result = await call_next(context)
-            if not judge:
-                return result
             try:
                 if getattr(result, "is_error", False) or result.structured_content is None:
                     return result
                 message = context.message
-                refusal = _judge_on_server(message.name, message.arguments, result.structured_content)
+                refusal, said = _said(
+                    label, message.name, message.arguments, result.structured_content, judge=judge
+                )
                 if refusal is not None:
-                    return ToolResult(content=[mt.TextContent(type="text", text=refusal)], is_error=True)
+                    import mcp.types as mt
+
+                    return ToolResult(
+                        content=[mt.TextContent(type="text", text=refusal)],
+                        is_error=True,
+                        meta=with_result_meta(None, **said) if said else None,
+                    )
+                if said:
+                    return result.model_copy(update={"meta": with_result_meta(result.meta, **said)})
             except Exception as ours:
                 record_internal_error(None, "judging an MCP tool result", ours)
             return result

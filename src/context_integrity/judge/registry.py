@@ -82,6 +82,9 @@ class RegisteredCheck:
     # (it raised, or the result could not be read), the judge refuses the result rather than hand
     # over rows nobody judged.
     enforced: Callable[[ToolContract | None, Dials], bool] | None = None
+    # Its verdict on a result needs nothing but the result and the tool's contract, no run's memory:
+    # an MCP server can judge it for its clients, and a client takes the server's word for it.
+    judged_alone: bool = False
 
     def __post_init__(self) -> None:
         seams = {row.seam for row in self.rows}
@@ -344,6 +347,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         write=_column_types_at_write,
         canary=column_types_canary,
         enforced=_columns_enforced,
+        judged_alone=True,
     ),
     RegisteredCheck(
         "prior-turn evidence",

@@ -12,6 +12,7 @@ noted ``unreachable`` for that encounter and kept in
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
 import time
@@ -20,9 +21,11 @@ from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
 from ..contracts import ToolContract
+from ..contracts.meta import ServerVerdict, contract_meta
 from ..findings import (
     CHECKED_FAIL,
     CHECKED_PASS,
+    DISPOSITIONS,
     NOT_APPLICABLE,
     UNREACHABLE,
     Disposition,
@@ -76,6 +79,12 @@ class ToolVerdict:
     refusal: str | None = None
     # (row, reason) of each check that could not look and could say why (a declaration unread).
     unreachable: list[tuple[CheckId, str]] = field(default_factory=list)
+    # Each row's disposition, for a judge asked to keep them (an MCP server's, for its stamp).
+    rows: dict[CheckId, Disposition] = field(default_factory=dict)
+    # The MCP server whose verdict on this result was taken (its findings not filed again), and the
+    # one whose verdict was not, its contract for the tool differing from this process's.
+    judged_at_server: str | None = None
+    server_differs: str | None = None
 
 
 _Seen = TypeVar("_Seen")
@@ -125,6 +134,9 @@ class RunJudge:
         # The telemetry layer turns these into pass evaluation events (setup(evaluation_events="all"))
         # and drains them after every seam call; off, nothing is kept.
         self.keep_passes = False
+        # An MCP server's judge keeps each row's disposition of the checks a client can take its
+        # word for (``judged_alone``), to say in the result what it found.
+        self.keep_rows = False
         self.passes: list[CheckId] = []
         self._seen: set[str] = self.state.filed
         self._call_ids = itertools.count(1)
@@ -259,7 +271,14 @@ class RunJudge:
         unjudged = False
         for entry in self.armed["write"]:
             noted.add(id(entry))
-            encounter = self._run(entry, entry.write, seen)
+            remote = seen.server_verdict if entry.judged_alone else None
+            if remote is None:
+                encounter = self._run(entry, entry.write, seen)
+            else:
+                encounter = self._with_server(entry, seen, remote, verdict)
+            if self.keep_rows and entry.judged_alone:
+                for row in entry.rows:
+                    verdict.rows[row] = encounter.disposition_of(row.check) if encounter else UNREACHABLE
             if encounter is not None:
                 if encounter.findings:
                     verdict.findings.extend(self._first_sightings(encounter.findings))
@@ -278,6 +297,35 @@ class RunJudge:
         if (seen.contract is not None and seen.contract.once_per_run) or self.contracts.any_claims():
             self._bookkeep("recording an execution", lambda: self.state.after_result(seen))
         return verdict
+
+    def _with_server(
+        self, entry: RegisteredCheck, seen: ToolResultSeen, remote: ServerVerdict, verdict: ToolVerdict
+    ) -> Encounter | None:
+        """A result an MCP server judged, and said so in its ``_meta``.
+
+        With the same contract for the tool, the server's word is taken: the findings it filed are
+        not filed again (they live on its span), and each row counts the encounter as judged at the
+        server (with the server's disposition where this process cannot read the result: an error
+        result the server refused). The check still runs here, so enforce refuses here too. With a
+        different contract the result is judged here alone, and ``verdict.server_differs`` says so.
+        """
+        served = [remote.rows.get(row.render()) for row in entry.rows]
+        if any(disposition not in DISPOSITIONS for disposition in served):
+            return self._run(entry, entry.write, seen)  # the server did not judge this check
+        if remote.contract != (contract_meta(seen.contract) if seen.contract is not None else None):
+            verdict.server_differs = remote.server
+            return self._run(entry, entry.write, seen)
+        encounter = self._run(entry, entry.write, seen, note=False)
+        for row, theirs in zip(entry.rows, served, strict=True):
+            ours = encounter.disposition_of(row.check) if encounter is not None else UNREACHABLE
+            self._note(row, theirs if ours == NOT_APPLICABLE else ours)  # type: ignore[arg-type]
+            if self.ledger is not None:
+                self.ledger.note_judged_at_server(row)
+        verdict.judged_at_server = remote.server
+        if encounter is None or not encounter.findings:
+            return encounter
+        own = [f for f in encounter.findings if (f.kind, f.predicate) not in remote.filed]
+        return dataclasses.replace(encounter, findings=own)
 
     def _write_failed(self, tool_name: str, error: Exception, noted: set[int]) -> ToolVerdict:
         self.internal_errors.append(InternalError("judging a tool result", error))
@@ -471,17 +519,26 @@ class RunJudge:
 
     # ── shared machinery ───────────────────────────────────────────────
     def _run(
-        self, entry: RegisteredCheck, check: Callable[[RunState, _Seen], Encounter] | None, seen: _Seen
+        self,
+        entry: RegisteredCheck,
+        check: Callable[[RunState, _Seen], Encounter] | None,
+        seen: _Seen,
+        *,
+        note: bool = True,
     ) -> Encounter | None:
+        """The check's encounter, noted in the ledger (unless ``note`` is false: the caller notes it)."""
         if check is None:
             return None
         try:
             encounter = check(self.state, seen)
         except Exception as error:  # a broken check must never reach the host
             self.internal_errors.append(InternalError(entry.name, error))
-            for row in entry.rows:
-                self._note(row, UNREACHABLE)
+            if note:
+                for row in entry.rows:
+                    self._note(row, UNREACHABLE)
             return None
+        if not note:
+            return encounter
         if encounter.dispositions and len(entry.rows) == 1:
             for disposition in encounter.dispositions:
                 self._note(entry.rows[0], disposition)

@@ -12,18 +12,20 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import uuid
 from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from opentelemetry import context as otel_context
 from opentelemetry.trace import Span, SpanKind
 
+from ..._memo import ToldOnce
 from ...contracts import ToolContract
 from ...judge.refusal import unjudged_refusal
-from ...limits import MAX_ATTRIBUTE_CHARS
-from ...text import clip
+from ...limits import MAX_ATTRIBUTE_CHARS, MAX_WARNED_DECLARATIONS
+from ...text import clip, quoted
 from ..emit import (
     SpanEmitter,
     mark_refused,
@@ -40,7 +42,10 @@ from .context import current_run
 from .posture import DEFAULT_DIALS, dials_in_force
 
 if TYPE_CHECKING:
+    from ...judge.seams import ToolVerdict
     from .lifecycle import Run
+
+logger = logging.getLogger("context_integrity")
 
 
 def call_id_text(call_id: object) -> str | None:
@@ -86,7 +91,7 @@ class ToolScope:
     and finishes it in another, where a context attached in the first cannot be detached.
     """
 
-    __slots__ = ("_held", "arguments", "call_id", "contract", "inst", "judge", "span")
+    __slots__ = ("_held", "arguments", "call_id", "contract", "inst", "judge", "span", "verdict")
 
     def __init__(
         self,
@@ -97,11 +102,14 @@ class ToolScope:
         call_id: str | None = None,
         host_span: Span | None = None,
         activate: bool = True,
+        standalone: bool = False,
     ) -> None:
         self.contract = contract
         self.arguments = arguments
         self.inst = inst = current()
-        run = run if run is not None else current_run()
+        # ``standalone``: judged by a judge of its own, in no run (an MCP server's call, whatever
+        # client run is open in the same process).
+        run = run if run is not None or standalone else current_run()
         # The host's span is found first: its own call id is preferred to one we would make up,
         # and the id is one of the attributes a span of ours starts with.
         # The current context, read once: where the host's span is looked for and ours goes.
@@ -151,6 +159,7 @@ class ToolScope:
                 activate=activate,
             )
         self.span = held.span
+        self.verdict: ToolVerdict | None = None
 
     def fail(self, error: BaseException) -> None:
         """The tool itself raised: record it, end the span; the caller re-raises it unchanged."""
@@ -175,10 +184,12 @@ class ToolScope:
         refusal: str | None = None
         try:
             self._held.detach()
-            verdict = self.judge.write(
+            self.verdict = verdict = self.judge.write(
                 self.contract.name, self.call_id, result, arguments=self.arguments, contract=self.contract
             )
             refusal = verdict.refusal
+            if verdict.judged_at_server is not None or verdict.server_differs is not None:
+                self._judged_at_server(verdict)
             if self.judge.internal_errors:
                 record_judge_errors(self.span, self.judge)
             passes = self.judge.take_passes() if self.judge.passes else ()
@@ -205,6 +216,29 @@ class ToolScope:
             except Exception as ours:
                 record_internal_error(None, "ending a tool span", ours)
         return result if refusal is None else refusal
+
+    def _judged_at_server(self, verdict: ToolVerdict) -> None:
+        """Say on the span whose verdict this is: the MCP server's, taken; or this process's alone,
+        the server's contract for the tool differing (said once in the log, too)."""
+        if verdict.judged_at_server is not None:
+            self.span.set_attribute(
+                names.JUDGED_AT_SERVER, clip(verdict.judged_at_server, MAX_ATTRIBUTE_CHARS)
+            )
+            return
+        server = verdict.server_differs or ""
+        self.span.set_attribute(names.SERVER_CONTRACT_DIFFERS, clip(server, MAX_ATTRIBUTE_CHARS))
+        if _TOLD_DIFFERING.first((server, self.contract.name)):
+            logger.warning(
+                "context_integrity: MCP server %s judged tool %s by a contract that differs from this "
+                "process's; this process judges its results by its own and files its own findings, so "
+                "one defect may be a finding on both spans.",
+                quoted(server),
+                quoted(self.contract.name),
+            )
+
+
+# The (server, tool) pairs whose differing contracts were told, once each per process.
+_TOLD_DIFFERING: Final[ToldOnce[tuple[str, str]]] = ToldOnce(MAX_WARNED_DECLARATIONS)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -149,6 +149,12 @@ UNREACHABLE_EVENT: Final = f"{_NS}.unreachable"
 UNREACHABLE_CHECK: Final = f"{_NS}.unreachable.check"
 UNREACHABLE_REASON: Final = f"{_NS}.unreachable.reason"
 
+# On a client's tool span, for a result an MCP server judged and said so in its _meta: the server
+# whose verdict was taken (its findings are on its own span, not filed again here), or the server
+# whose verdict was not, its contract for the tool differing from this process's.
+JUDGED_AT_SERVER: Final = f"{_NS}.judged_at_server"
+SERVER_CONTRACT_DIFFERS: Final = f"{_NS}.judged_at_server.contract_differs"
+
 # ── The run summary ─────────────────────────────────────────────────────
 DISPOSITION_SPAN: Final = f"{_NS}.disposition"
 POSTURE: Final = f"{_NS}.posture"
