@@ -194,14 +194,17 @@ class DispositionLedger:
 
     def totals(self) -> dict[str, int]:
         rows = self._rows.values()
-        return {
+        totals = {
             "checked": sum(r.checked for r in rows),
             "findings": sum(r.findings for r in rows),
             "not_applicable": sum(r.not_applicable for r in rows),
             "unreachable": sum(r.unreachable for r in rows),
             "synthetic": sum(r.synthetic for r in rows),
-            JUDGED_AT_SERVER: sum(r.judged_at_server for r in rows),
         }
+        judged_there = sum(r.judged_at_server for r in rows)
+        if judged_there:  # as in a row: present once nonzero
+            totals[JUDGED_AT_SERVER] = judged_there
+        return totals
 
     def assert_alive(
         self, *, worked: Collection[Seam] | None = None, work_existed: bool | None = None

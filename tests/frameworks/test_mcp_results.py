@@ -33,6 +33,7 @@ from context_integrity.contracts import read_result
 from context_integrity.contracts.meta import RESULT_META_KEY, is_marked_semantic, read_server_verdict
 from context_integrity.contracts.results import judged_value
 from context_integrity.telemetry.schema import names
+from context_integrity.telemetry.schema.summary import decode_summary
 from context_integrity.telemetry.setup import CONTRACTS
 
 try:
@@ -259,6 +260,12 @@ async def test_a_defect_judged_at_the_server_is_one_finding_in_the_trace(
     assert (row.checked, row.findings, row.judged_at_server) == (1, 1, 1)
     assert _summary_row(telemetry, "judged_at_server") == 1
     assert agent_run.findings == []  # filed at the server, not in this run
+    # The summary reads back as the ledger wrote it, the count beside the row's fields.
+    (summary,) = telemetry.summaries()
+    problems: list[str] = []
+    decoded = decode_summary(dict(summary.attributes or {}), problems)
+    assert decoded.rows == [r.as_dict() for r in agent_run.ledger()] and problems == []
+    assert decoded.totals["judged_at_server"] == 2  # both rows of the column check
 
 
 @pytest.mark.parametrize("kind", ["mcp-sdk", "fastmcp"])
