@@ -64,7 +64,7 @@ class ChoiceVerdict:
     call_ids: list[str | None] = field(default_factory=list)
     excusals: list[ExternalGrounding] = field(default_factory=list)
     # (row, reason) of each check that could not look and could say why.
-    unreachable: list[tuple[CheckId, str]] = field(default_factory=list)
+    unreachable: tuple[tuple[CheckId, str], ...] = ()
 
 
 @dataclass(slots=True)
@@ -78,9 +78,10 @@ class ToolVerdict:
     findings: list[Finding] = field(default_factory=list)
     refusal: str | None = None
     # (row, reason) of each check that could not look and could say why (a declaration unread).
-    unreachable: list[tuple[CheckId, str]] = field(default_factory=list)
+    # Tuples and None by default: nothing is made for the common call, which has neither.
+    unreachable: tuple[tuple[CheckId, str], ...] = ()
     # Each row's disposition, for a judge asked to keep them (an MCP server's, for its stamp).
-    rows: dict[CheckId, Disposition] = field(default_factory=dict)
+    rows: dict[CheckId, Disposition] | None = None
     # The MCP server whose verdict on this result was taken (its findings not filed again), and the
     # one whose verdict was not, its contract for the tool differing from this process's.
     judged_at_server: str | None = None
@@ -277,15 +278,16 @@ class RunJudge:
             else:
                 encounter = self._with_server(entry, seen, remote, verdict)
             if self.keep_rows and entry.judged_alone:
+                kept = verdict.rows = verdict.rows if verdict.rows is not None else {}
                 for row in entry.rows:
-                    verdict.rows[row] = encounter.disposition_of(row.check) if encounter else UNREACHABLE
+                    kept[row] = encounter.disposition_of(row.check) if encounter else UNREACHABLE
             if encounter is not None:
                 if encounter.findings:
                     verdict.findings.extend(self._first_sightings(encounter.findings))
                 if encounter.refusal is not None and verdict.refusal is None:
                     verdict.refusal = encounter.refusal
                 if encounter.reason is not None:
-                    verdict.unreachable.extend((row, encounter.reason) for row in entry.rows)
+                    verdict.unreachable += tuple((row, encounter.reason) for row in entry.rows)
             if (encounter is None or encounter.disposition == UNREACHABLE) and self._enforced(
                 entry, tool_name, contract
             ):
@@ -396,7 +398,7 @@ class RunJudge:
                     verdict.call_ids.extend(call_of.get(id(f)) for f in fresh)
                     verdict.excusals.extend(encounter.excusals)
                     if encounter.reason is not None:
-                        verdict.unreachable.extend((row, encounter.reason) for row in entry.rows)
+                        verdict.unreachable += tuple((row, encounter.reason) for row in entry.rows)
                 self._bookkeep("recording a response", self.state.after_response, seen)
                 return verdict
         except Exception as error:
