@@ -272,7 +272,8 @@ class RunJudge:
         unjudged = False
         for entry in self.armed["write"]:
             noted.add(id(entry))
-            remote = seen.server_verdict if entry.judged_alone else None
+            # Only an MCP result carries a server's verdict: the common result, a list, is never asked.
+            remote = seen.server_verdict if entry.judged_alone and type(result) is not list else None
             if remote is None:
                 encounter = self._run(entry, entry.write, seen)
             else:
