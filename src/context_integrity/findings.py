@@ -169,6 +169,9 @@ class Encounter:
     # For a check that judges several subjects in one look (every claim of one answer): one
     # disposition per subject, each counted in the ledger; empty means ``disposition`` counts once.
     dispositions: list[Disposition] = field(default_factory=list)
+    # Why an ``unreachable`` encounter could not look, when the check can say (a declaration that
+    # could not be read): the caller puts it on the span beside the ledger's count.
+    reason: str | None = None
 
     def disposition_of(self, kind: Kind) -> Disposition:
         """The disposition of one kind of a check that files several kinds from one look."""

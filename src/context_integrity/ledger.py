@@ -54,6 +54,10 @@ ROW_FIELDS: Final[tuple[str, ...]] = (
     "last_fired_at",
 )
 
+# A count a row carries only once it is nonzero, beside the fields above: the encounters whose
+# verdict an MCP server reached and said so in the result (its findings live on its span, not here).
+JUDGED_AT_SERVER: Final = "judged_at_server"
+
 Posture = Literal["observe", "dev"]
 
 
@@ -63,7 +67,8 @@ class LedgerRow:
 
     ``checked`` = passes + failures; ``findings`` = failures (never more than
     ``checked``); ``last_fired_at`` is epoch milliseconds of the last failure,
-    ``None`` until one happens (never a fabricated zero).
+    ``None`` until one happens (never a fabricated zero). ``judged_at_server``
+    counts, among these encounters, those an MCP server judged and said so.
     """
 
     check: Kind
@@ -74,6 +79,7 @@ class LedgerRow:
     unreachable: int = 0
     synthetic: int = 0
     last_fired_at: int | None = None
+    judged_at_server: int = 0
 
     @property
     def check_id(self) -> CheckId:
@@ -87,6 +93,8 @@ class LedgerRow:
         out: dict[str, object] = {name: getattr(self, name) for name in ROW_FIELDS}
         if self.last_fired_at is None:
             del out["last_fired_at"]
+        if self.judged_at_server:
+            out[JUDGED_AT_SERVER] = self.judged_at_server
         return out
 
 
@@ -138,6 +146,23 @@ class DispositionLedger:
         elif disposition == UNREACHABLE:
             row.unreachable += 1
 
+    def withdraw(self, check_id: CheckId, disposition: Disposition) -> None:
+        """Take back one encounter noted ``not-applicable`` or ``unreachable`` (a check armed after
+        the run's start noted it unarmed). Counts never go below zero."""
+        row = self._rows.get(check_id)
+        if row is None:
+            return
+        if disposition == NOT_APPLICABLE and row.not_applicable:
+            row.not_applicable -= 1
+        elif disposition == UNREACHABLE and row.unreachable:
+            row.unreachable -= 1
+
+    def note_judged_at_server(self, check_id: CheckId) -> None:
+        """The encounter just noted was judged at an MCP server, which said so in the result."""
+        row = self._rows.get(check_id)
+        if row is not None:
+            row.judged_at_server += 1
+
     def note_synthetic(self, check_id: CheckId, outcome: Literal["minted", "caught"]) -> None:
         """Count a canary; canaries never touch the real counts."""
         canary = self._canaries.get(check_id)
@@ -160,6 +185,7 @@ class DispositionLedger:
             source.unreachable,
             source.synthetic,
             source.last_fired_at,
+            source.judged_at_server,
         )
 
     def report(self) -> list[LedgerRow]:
@@ -168,13 +194,17 @@ class DispositionLedger:
 
     def totals(self) -> dict[str, int]:
         rows = self._rows.values()
-        return {
+        totals = {
             "checked": sum(r.checked for r in rows),
             "findings": sum(r.findings for r in rows),
             "not_applicable": sum(r.not_applicable for r in rows),
             "unreachable": sum(r.unreachable for r in rows),
             "synthetic": sum(r.synthetic for r in rows),
         }
+        judged_there = sum(r.judged_at_server for r in rows)
+        if judged_there:  # as in a row: present once nonzero
+            totals[JUDGED_AT_SERVER] = judged_there
+        return totals
 
     def assert_alive(
         self, *, worked: Collection[Seam] | None = None, work_existed: bool | None = None

@@ -286,3 +286,21 @@ SERVE_MAX_FINDINGS_SERIES: Final = 2000
 SERVE_MAX_UNREACHABLE_EVENTS: Final = 32
 # Lines the assembler and the judge say about one trace that reach the log; the rest are counted.
 SERVE_MAX_NOTES_PER_TRACE: Final = 5
+
+# What a contract read from an MCP server may declare: a server is data this process does not
+# control, and a hostile one lists what makes every judged call expensive (100,000 columns, each a
+# finding) or every log line a megabyte. More columns or grounds than any real tool declares, or a
+# name longer than any real one, refuses the whole contract, with one warning.
+MAX_SERVED_COLUMNS: Final = 1024
+MAX_SERVED_GROUNDS: Final = 256
+MAX_SERVED_NAME_CHARS: Final = 256
+
+# Findings of one kind one judged result files: the columns past the first ones are named (up to
+# MAX_NAMED_IN_REFUSAL) and counted in one last finding, so a wide declaration cannot turn one
+# result into a flood of events and counter increments.
+MAX_COLUMN_FINDINGS_PER_KIND: Final = 16
+
+# Contracts read from MCP servers the process keeps, (server, tool) pairs over all servers: a
+# server that lists new names on every listing must not grow the book without end. Past it, further
+# ones are not kept (told once), so their tools are judged by nothing they declared.
+MAX_SERVED_CONTRACTS: Final = 10_000

@@ -74,6 +74,21 @@ def visible_lines(lines: list[str]) -> list[str]:
     return [visible(line) for line in lines]
 
 
+def repr_clipped(value: object, limit: int = MAX_QUOTED_CHARS) -> str:
+    """``repr(value)`` clipped to ``limit``: how a message or a log line quotes what it was handed.
+
+    A declaration read from a server, a name a host chose: either can be a megabyte, and a sentence
+    about it must stay a sentence. Never raises (a hostile ``__repr__`` is named by its type).
+    """
+    try:
+        if isinstance(value, str) and len(value) > limit:
+            value = value[:limit]  # never repr a megabyte to keep eighty characters of it
+            return clip(repr(value)[:-1], limit)
+        return clip(repr(value), limit)
+    except Exception:
+        return f"<unprintable {type(value).__name__}>"
+
+
 def plural(count: int, noun: str, plural_form: str | None = None) -> str:
     """``"1 row"``, ``"2 rows"``."""
     return f"{count} {noun if count == 1 else (plural_form or noun + 's')}"

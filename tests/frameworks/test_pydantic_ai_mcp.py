@@ -61,7 +61,7 @@ from tests.frameworks.test_pydantic_ai import (
 from context_integrity.contracts.meta import META_KEY, WARNED
 from context_integrity.integrations import mcp as ci_mcp
 from context_integrity.integrations import pydantic_ai as integration
-from context_integrity.integrations._pydantic_ai_mcp import judged_result
+from context_integrity.integrations._pydantic_ai_mcp import Kept, judged_result
 
 TOOL = "lun_mappings"
 BLOCKS_TOOL = "lun_blocks"
@@ -282,7 +282,11 @@ async def test_a_malformed_meta_is_warned_once_and_the_tool_still_works(
             script = _lun_script()
             await _agent(toolset, script, armed).run("Map vdi-a.")
             assert _delivered(script).content == LUN_ROWS  # the tool works, its rows unjudged
-    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    warned = [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno == logging.WARNING and r.name == "context_integrity"
+    ]
     assert len(warned) == 1 and "'storage-sdk'" in warned[0] and f"'{TOOL}'" in warned[0]
     assert "result_columns" in warned[0] and "'integer'" in warned[0]
     contract = CONTRACTS.get(TOOL)
@@ -386,5 +390,5 @@ class _Raising:
     returned=_json,
 )
 def test_no_kept_result_or_returned_value_raises(result: object, returned: object) -> None:
-    judged = judged_result([("t", result)], returned)
+    judged = judged_result([Kept(None, "t", result)], returned)
     assert judged is None or isinstance(judged, mt.CallToolResult)

@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, Union, get_args
 
+from ..limits import MAX_NAMED_IN_REFUSAL
+from ..text import repr_clipped
 from .errors import did_you_mean
 from .errors import refuse as _refuse
 
@@ -139,29 +141,36 @@ def _column_type_of(tool_name: str, column: str, raw: object, at: tuple[str, ...
         hint = f"There is deliberately no {_REFUSED_WORD!r}; leave a column you cannot type undeclared."
     raise _refuse(
         tool_name,
-        f"result_columns[{column!r}] has type {raw!r}, which is not a column type.",
+        f"result_columns[{repr_clipped(column)}] has type {repr_clipped(raw)}, which is not a column type.",
         f"Use one of {_types_list()}. {hint}",
         at=at,
     )
+
+
+def _listed(values: list[object]) -> str:
+    """Values a message names, each quoted clipped, the first few only (the rest counted)."""
+    shown = ", ".join(repr_clipped(value) for value in values[:MAX_NAMED_IN_REFUSAL])
+    more = len(values) - MAX_NAMED_IN_REFUSAL
+    return f"{shown} and {more} more" if more > 0 else shown
 
 
 def _normalize_one(tool_name: str, column: object, spec: object) -> NormalizedColumn:
     if not isinstance(column, str) or not column.strip():
         raise _refuse(
             tool_name,
-            f"result_columns has a blank or non-string column name ({column!r}).",
+            f"result_columns has a blank or non-string column name ({repr_clipped(column)}).",
             "Name every column by the key its rows carry.",
             at=("result_columns", str(column)),
         )
     if isinstance(spec, ColumnDeclaration):
         return NormalizedColumn(column, spec.type, spec.nullable)
     if isinstance(spec, Mapping):
-        unknown = sorted(str(k) for k in spec if k not in ("type", "nullable"))
+        unknown = [k for k in spec if k not in ("type", "nullable")]
         if unknown:
             raise _refuse(
                 tool_name,
-                f"result_columns[{column!r}] has unknown field(s) {', '.join(map(repr, unknown))}."
-                f"{did_you_mean(unknown[0], ('type', 'nullable'))}",
+                f"result_columns[{repr_clipped(column)}] has unknown field(s) {_listed(unknown)}."
+                f"{did_you_mean(str(unknown[0]), ('type', 'nullable'))}",
                 "The object form takes only 'type' and 'nullable', "
                 "e.g. {'type': 'string', 'nullable': True}.",
                 at=("result_columns", column, unknown[0]),
@@ -169,7 +178,7 @@ def _normalize_one(tool_name: str, column: object, spec: object) -> NormalizedCo
         if "type" not in spec:
             raise _refuse(
                 tool_name,
-                f"result_columns[{column!r}] has no 'type'.",
+                f"result_columns[{repr_clipped(column)}] has no 'type'.",
                 f"Give it one of {_types_list()}, e.g. {{'type': 'number', 'nullable': True}}.",
                 at=("result_columns", column),
             )
@@ -177,7 +186,7 @@ def _normalize_one(tool_name: str, column: object, spec: object) -> NormalizedCo
         if not isinstance(nullable, bool):
             raise _refuse(
                 tool_name,
-                f"result_columns[{column!r}] has nullable={nullable!r}, which is not a boolean.",
+                f"result_columns[{repr_clipped(column)}] has nullable={repr_clipped(nullable)}, which is not a boolean.",
                 "Write nullable=True (rows may carry no value) or nullable=False (the strict default).",
                 at=("result_columns", column, "nullable"),
             )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..text import repr_clipped
+
 # Where in a declaration the refused value sits: keys and list indexes from the declaration's top,
 # e.g. ("arguments_from", 0) or ("result_columns", "comment", "nullable"). The contracts file turns
 # it into the key path it names (``tools.host_paths.arguments_from[0]``).
@@ -22,8 +24,9 @@ class DeclarationError(ValueError):
 
 
 def refuse(tool_name: str, problem: str, fix: str, *, at: KeyPath = ()) -> DeclarationError:
-    """The error for one bad field: ``Tool 'x': <problem> <fix>``."""
-    error = DeclarationError(f"Tool {tool_name!r}: {problem} {fix}")
+    """The error for one bad field: ``Tool 'x': <problem> <fix>``; the name quoted clipped, as every
+    value a problem quotes is (:func:`~context_integrity.text.repr_clipped`)."""
+    error = DeclarationError(f"Tool {repr_clipped(tool_name)}: {problem} {fix}")
     error.at = at
     return error
 

@@ -5,11 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from .. import limits
+from ..text import repr_clipped
 from .errors import refuse as _refuse
 
 
 def assert_arguments_from(tool_name: str, arguments_from: object) -> tuple[str, ...]:
-    """Refuse an ``arguments_from`` that is empty, blank, or names the tool itself."""
+    """Refuse an ``arguments_from`` that is empty, blank, or names the tool itself.
+
+    Linear in the entries (a server may list thousands): repeats are dropped by a dict, in order.
+    """
     if isinstance(arguments_from, str) or not isinstance(arguments_from, Sequence):
         raise _refuse(
             tool_name,
@@ -25,12 +29,12 @@ def assert_arguments_from(tool_name: str, arguments_from: object) -> tuple[str, 
             "Name at least one tool whose results this tool's arguments come from, or drop arguments_from.",
             at=("arguments_from",),
         )
-    names: list[str] = []
+    names: dict[str, None] = {}
     for index, entry in enumerate(arguments_from):
         if not isinstance(entry, str) or not entry.strip():
             raise _refuse(
                 tool_name,
-                f"arguments_from has a blank or non-string entry ({entry!r}).",
+                f"arguments_from has a blank or non-string entry ({repr_clipped(entry)}).",
                 "Every entry must be the name of a tool, exactly as it is registered.",
                 at=("arguments_from", index),
             )
@@ -41,8 +45,7 @@ def assert_arguments_from(tool_name: str, arguments_from: object) -> tuple[str, 
                 "A tool cannot ground its own arguments; name the tool(s) whose results it acts on.",
                 at=("arguments_from", index),
             )
-        if entry not in names:
-            names.append(entry)
+        names[entry] = None
     return tuple(names)
 
 
@@ -111,7 +114,7 @@ def assert_enums(tool_name: str, input_schema: Mapping[str, object]) -> None:
         (found,) = bad
         raise _refuse(
             tool_name,
-            f"input_schema has an enum that is {type(found).__name__} {found!r:.80}, not a list of values.",
+            f"input_schema has an enum that is {type(found).__name__} {repr_clipped(found)}, not a list of values.",
             'Write each enum as a non-empty JSON array, e.g. "enum": ["gold", "silver"].',
             at=("input_schema",),
         )

@@ -15,18 +15,32 @@ it is valid under every revision of the spec; and the name ``contract`` says wha
 Reading is for data from a server this process does not control: it never raises. Each known field
 is validated by the very same definition-time assert a local tool's declaration goes through; a
 field that fails is dropped with one warning per (server, tool, field), and the tool keeps the rest.
-Unknown fields are ignored (a newer server, an older client).
+Unknown fields are ignored (a newer server, an older client). A declaration over a cap of
+:mod:`~context_integrity.limits` (``MAX_SERVED_COLUMNS``, ``MAX_SERVED_GROUNDS``,
+``MAX_SERVED_NAME_CHARS``) is refused whole, with one warning: a server that lists 100,000 columns
+is making every judged call expensive, not describing a tool. Either way what could not be read is
+kept with its reason (:attr:`TravelledDeclaration.unread`), so the checks it would have armed read
+``unreachable`` for the tool, never ``not-applicable``. Every value a warning quotes is clipped.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from .._memo import ToldOnce
-from ..limits import MAX_SCHEMA_DEPTH, MAX_WARNED_DECLARATIONS
+from ..findings import Finding, finding_identity
+from ..limits import (
+    MAX_IDENTITY_CHARS,
+    MAX_SCHEMA_DEPTH,
+    MAX_SERVED_COLUMNS,
+    MAX_SERVED_GROUNDS,
+    MAX_SERVED_NAME_CHARS,
+    MAX_WARNED_DECLARATIONS,
+)
+from ..text import repr_clipped
 from .columns import ColumnType, NormalizedColumn, normalize_columns
 from .errors import DeclarationError
 from .grounds import assert_arguments_from
@@ -35,7 +49,17 @@ from .tool import ToolContract, assert_result_kind
 logger = logging.getLogger("context_integrity")
 
 META_KEY: Final = "io.github.context-integrity/contract"
-"""The one ``_meta`` key this library owns (see the module docstring for why it is spelled so)."""
+"""The ``_meta`` key of a tool definition's declarations (see the module docstring for its spelling)."""
+
+RESULT_META_KEY: Final = "io.github.context-integrity/result"
+"""The ``_meta`` key of a tool result: what the server that judged it found (``judged``), and that
+its structured content is a semantic envelope (``semantic``). Spelled as :data:`META_KEY` is."""
+
+JUDGED: Final = "judged"
+SEMANTIC: Final = "semantic"
+# What a judged stamp names, at most: the findings one result files of each kind are bounded
+# (MAX_COLUMN_FINDINGS_PER_KIND), and a client reads no more of a stamp than a server would write.
+_MAX_STAMPED_FINDINGS: Final = 64
 
 # The fields that travel, each with the definition-time assert that vets it on arrival.
 TRAVELLING_FIELDS: Final[tuple[str, ...]] = ("result_columns", "arguments_from", "result_kind")
@@ -78,20 +102,39 @@ class _WarnedOnce:
     seen: ToldOnce[tuple[str, str, str]] = field(default_factory=lambda: ToldOnce(MAX_WARNED_DECLARATIONS))
 
     def warn(self, server: str, tool: str, field_name: str, rule: str) -> None:
-        key = (server, tool, field_name)
+        if self._first(server, tool, field_name, rule):
+            logger.warning(
+                "context_integrity: MCP server %s, tool %s: dropped the declaration %s (%s). "
+                "The tool is still registered with the rest of its contract.",
+                repr_clipped(server),
+                repr_clipped(tool),
+                repr_clipped(field_name),
+                rule,
+            )
+
+    def refuse(self, server: str, tool: str, reason: str) -> None:
+        """A whole contract refused (over a cap): one warning per (server, tool)."""
+        if self._first(server, tool, _WHOLE, reason):
+            logger.warning(
+                "context_integrity: MCP server %s, tool %s: refused its contract (%s). Nothing it "
+                "declares is judged; the checks it would arm read unreachable for the tool.",
+                repr_clipped(server),
+                repr_clipped(tool),
+                reason,
+            )
+
+    def _first(self, server: str, tool: str, field_name: str, rule: str) -> bool:
+        key = (server[:MAX_SERVED_NAME_CHARS], tool[:MAX_SERVED_NAME_CHARS], field_name)
         if key in self.seen:
-            return
+            return False
         if not self.seen.first(key):  # past the bound
             logger.debug("context_integrity: %s", rule)
-            return
-        logger.warning(
-            "context_integrity: MCP server %r, tool %r: dropped the declaration %r (%s). "
-            "The tool is still registered with the rest of its contract.",
-            server,
-            tool,
-            field_name,
-            rule,
-        )
+            return False
+        return True
+
+
+# The key a refused contract is warned about under: no field of that name can exist.
+_WHOLE: Final = "*"
 
 
 WARNED: Final = _WarnedOnce()
@@ -99,11 +142,17 @@ WARNED: Final = _WarnedOnce()
 
 @dataclass(frozen=True, slots=True)
 class TravelledDeclaration:
-    """What a remote tool declared, each field already vetted; absent fields are ``None``."""
+    """What a remote tool declared, each field already vetted; absent fields are ``None``.
+
+    ``unread`` names each field the server declared that could not be taken (dropped as malformed,
+    or the whole contract refused over a cap), with the reason: the tool's contract keeps it, so the
+    checks that field arms read ``unreachable`` rather than ``not-applicable``.
+    """
 
     result_columns: tuple[NormalizedColumn, ...] | None = None
     arguments_from: tuple[str, ...] | None = None
     result_kind: str | None = None
+    unread: tuple[tuple[str, str], ...] = ()
 
     def as_options(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in TRAVELLING_FIELDS if getattr(self, name) is not None}
@@ -116,15 +165,49 @@ def _vet(
     *,
     server: str,
     tool: str,
+    unread: list[tuple[str, str]],
 ) -> Any:
     if name not in bag:
         return None
     try:
         return vet(bag[name])
     except DeclarationError as refused:
-        WARNED.warn(server, tool, name, str(refused))
+        rule = str(refused)
     except Exception as odd:  # a value so strange the assert itself tripped: still only this field
-        WARNED.warn(server, tool, name, f"{type(odd).__name__} while reading it")
+        rule = f"{type(odd).__name__} while reading it"
+    WARNED.warn(server, tool, name, rule)
+    unread.append((name, f"MCP server {repr_clipped(server)} declared {name} for it, dropped: {rule}"))
+    return None
+
+
+def _longest(names: Iterable[object]) -> int:
+    return max((len(n) for n in names if isinstance(n, str)), default=0)
+
+
+def over_a_cap(bag: Mapping[str, Any]) -> str | None:
+    """Why a served declaration is refused whole, or ``None``: more columns or grounds than a served
+    contract may declare, or a name longer than one may be. Counted before anything is vetted."""
+    columns, grounds, kind = bag.get("result_columns"), bag.get("arguments_from"), bag.get("result_kind")
+    counted = (
+        ("result_columns", columns if isinstance(columns, Mapping) else None, MAX_SERVED_COLUMNS),
+        ("arguments_from", grounds if isinstance(grounds, (list, tuple)) else None, MAX_SERVED_GROUNDS),
+    )
+    for field_name, names, cap in counted:
+        if names is None:
+            continue
+        if len(names) > cap:
+            return f"it declares {len(names):,} {field_name}, more than the {cap:,} a served contract may"
+        longest = _longest(names)
+        if longest > MAX_SERVED_NAME_CHARS:
+            return (
+                f"a name in its {field_name} is {longest:,} characters long, more than the "
+                f"{MAX_SERVED_NAME_CHARS} a served name may be"
+            )
+    if isinstance(kind, str) and len(kind) > MAX_SERVED_NAME_CHARS:
+        return (
+            f"its result_kind is {len(kind):,} characters long, more than the "
+            f"{MAX_SERVED_NAME_CHARS} a served name may be"
+        )
     return None
 
 
@@ -139,22 +222,140 @@ def read_contract_meta(meta: object, *, server: str, tool: str) -> TravelledDecl
             return TravelledDeclaration()
         bag = meta.get(META_KEY)
         if not isinstance(bag, Mapping):
-            if bag is not None:
-                WARNED.warn(server, tool, META_KEY, f"its value is {type(bag).__name__}, not an object")
-            return TravelledDeclaration()
+            if bag is None:
+                return TravelledDeclaration()
+            rule = f"its value is {type(bag).__name__}, not an object"
+            WARNED.warn(server, tool, META_KEY, rule)
+            why = f"MCP server {repr_clipped(server)} declared it under {META_KEY}, unreadable: {rule}"
+            return TravelledDeclaration(unread=tuple((f, why) for f in TRAVELLING_FIELDS))
+        refused = over_a_cap(bag)
+        if refused is not None:
+            WARNED.refuse(server, tool, refused)
+            why = f"MCP server {repr_clipped(server)} declared it, and its contract was refused: {refused}"
+            return TravelledDeclaration(unread=tuple((f, why) for f in TRAVELLING_FIELDS if f in bag))
+        unread: list[tuple[str, str]] = []
         return TravelledDeclaration(
             result_columns=_vet(
-                bag, "result_columns", lambda v: normalize_columns(tool, v), server=server, tool=tool
+                bag,
+                "result_columns",
+                lambda v: normalize_columns(tool, v),
+                server=server,
+                tool=tool,
+                unread=unread,
             ),
             arguments_from=_vet(
-                bag, "arguments_from", lambda v: assert_arguments_from(tool, v), server=server, tool=tool
+                bag,
+                "arguments_from",
+                lambda v: assert_arguments_from(tool, v),
+                server=server,
+                tool=tool,
+                unread=unread,
             ),
             result_kind=_vet(
-                bag, "result_kind", lambda v: assert_result_kind(tool, v), server=server, tool=tool
+                bag,
+                "result_kind",
+                lambda v: assert_result_kind(tool, v),
+                server=server,
+                tool=tool,
+                unread=unread,
             ),
+            unread=tuple(unread),
         )
     except Exception:  # a hostile mapping: nothing from it
         return TravelledDeclaration()
+
+
+# ── What a server says of a result ──────────────────────────────────────
+
+
+def judged_stamp(
+    server: str, contract: ToolContract, rows: Mapping[str, str], findings: list[Finding]
+) -> dict[str, Any]:
+    """The ``judged`` value a server puts in a result's ``_meta``: its name, the contract it judged
+    by (as it travels), each row's disposition (``kind@seam``), and the findings it filed (kind,
+    predicate, identity): the client records the result as judged there and files none of them again."""
+    return {
+        "server": server,
+        "contract": contract_meta(contract),
+        "rows": dict(rows),
+        "findings": [
+            {
+                "kind": finding.kind,
+                "predicate": finding.predicate,
+                "identity": finding_identity(finding, with_epoch=False)[:MAX_IDENTITY_CHARS],
+            }
+            for finding in findings[:_MAX_STAMPED_FINDINGS]
+        ],
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class ServerVerdict:
+    """What a server said it found in a result it judged (read back from the result's ``_meta``).
+
+    ``contract`` is the declaration it judged by, as it travels (compared with the client's own);
+    ``rows`` each row's disposition by ``kind@seam``; ``filed`` the (kind, predicate) of each finding
+    it filed.
+    """
+
+    server: str
+    contract: object
+    rows: Mapping[str, str]
+    filed: frozenset[tuple[str, str | None]]
+
+
+def _text(value: object) -> str | None:
+    return value[:MAX_SERVED_NAME_CHARS] if isinstance(value, str) else None
+
+
+def read_server_verdict(result_meta: object) -> ServerVerdict | None:
+    """The ``judged`` stamp of a result's ``_meta`` under :data:`RESULT_META_KEY`, else ``None``.
+
+    Data from a server: never raises, reads a bounded number of findings, clips every string.
+    """
+    try:
+        bag = result_meta.get(RESULT_META_KEY) if isinstance(result_meta, Mapping) else None
+        judged = bag.get(JUDGED) if isinstance(bag, Mapping) else None
+        if not isinstance(judged, Mapping):
+            return None
+        rows = judged.get("rows")
+        found = judged.get("findings")
+        filed: set[tuple[str, str | None]] = set()
+        for item in found[:_MAX_STAMPED_FINDINGS] if isinstance(found, list) else ():
+            kind = _text(item.get("kind")) if isinstance(item, Mapping) else None
+            if kind is not None:
+                filed.add((kind, _text(item.get("predicate"))))
+        return ServerVerdict(
+            server=_text(judged.get("server")) or "mcp",
+            contract=judged.get("contract"),
+            rows={
+                str(row)[:MAX_SERVED_NAME_CHARS]: disposition
+                for row, disposition in list(rows.items())[:_MAX_STAMPED_FINDINGS]
+                if isinstance(disposition, str)
+            }
+            if isinstance(rows, Mapping)
+            else {},
+            filed=frozenset(filed),
+        )
+    except Exception:  # a hostile mapping: no verdict taken from it
+        return None
+
+
+def is_marked_semantic(result_meta: object) -> bool:
+    """Whether a result's ``_meta`` marks its structured content a semantic envelope. Never raises."""
+    try:
+        bag = result_meta.get(RESULT_META_KEY) if isinstance(result_meta, Mapping) else None
+        return isinstance(bag, Mapping) and bag.get(SEMANTIC) is True
+    except Exception:
+        return False
+
+
+def with_result_meta(meta: object, **stamp: object) -> dict[str, Any]:
+    """A result's ``_meta`` with our key's fields set from ``stamp`` (other keys, and fields, kept)."""
+    out = dict(meta) if isinstance(meta, Mapping) else {}
+    held = out.get(RESULT_META_KEY)
+    out[RESULT_META_KEY] = {**(dict(held) if isinstance(held, Mapping) else {}), **stamp}
+    return out
 
 
 # ── An output schema as a column declaration ────────────────────────────

@@ -14,8 +14,9 @@ What counts, in Python terms (see DESIGN.md):
 * a non-empty ``list`` or ``tuple`` of anything else (ids, prose, nested lists) is
   **items**: something was found, but there are no columns to judge;
 * MCP content blocks (``{"type": "text", "text": ...}`` and the SDK's ``TextContent`` and its
-  siblings) are never rows: a list of them is **items**; an MCP ``CallToolResult`` (the model or its
-  wire dict) is read through :func:`judged_value`, on its structured content;
+  siblings) are never rows: a list of them is **items**; an MCP ``CallToolResult`` (the SDK's
+  model, its wire dict, or fastmcp's client dataclass) is read through :func:`judged_value`, on
+  its structured content;
 * everything else is **other**: prose, ``None``, a ``{"rows": [...]}`` wrapper,
   scalars, a named tuple (one record, not rows), and any generator or
   iterator, which is never consumed.
@@ -209,43 +210,72 @@ def is_content_block(value: object) -> bool:
 # ── MCP tool results ────────────────────────────────────────────────────
 
 _NOT_JUDGED: Final = object()
+_ABSENT: Final = object()
 
 
-def _mcp_fields(value: object) -> tuple[object, object, object] | None:
-    """(content, structured content, is-error) of an MCP ``CallToolResult`` or its wire dict, else None.
+class McpResult(NamedTuple):
+    """An MCP ``CallToolResult``, whichever shape carried it: its content blocks, structured
+    content, error flag, ``_meta``, and (fastmcp's client only) ``data``, the structured content
+    already parsed and unwrapped (absent elsewhere)."""
 
-    The model's attributes are snake_case in the SDK's 2.x line and camelCase, like the wire, in
-    its 1.x line (which LangChain's MCP adapter still requires): both are read.
-    """
+    content: object
+    structured: object
+    is_error: object
+    meta: object
+    data: object = _ABSENT
+
+
+# The attribute names of the result's fields: snake_case in the SDK's 2.x line and in fastmcp's
+# client dataclass, camelCase (like the wire) in the SDK's 1.x line, which LangChain's MCP adapter
+# still requires.
+_FIELD_NAMES: Final = (("structured_content", "is_error"), ("structuredContent", "isError"))
+
+
+def mcp_result(value: object) -> McpResult | None:
+    """``value`` read as an MCP ``CallToolResult`` (the SDK's model of either line, its wire dict,
+    or fastmcp's client dataclass), else ``None``. Raises what the value's own code raises."""
     if isinstance(value, Mapping):
         if "content" in value and ("isError" in value or "structuredContent" in value):
-            return value.get("content"), value.get("structuredContent"), value.get("isError")
+            return McpResult(
+                value.get("content"), value.get("structuredContent"), value.get("isError"), value.get("_meta")
+            )
         return None
-    if not is_model_class(type(value)) or not hasattr(value, "content"):
+    kind = type(value)
+    model = is_model_class(kind)
+    if not (model or dataclasses.is_dataclass(kind)) or not hasattr(value, "content"):
         return None
-    for structured, is_error in (("structured_content", "is_error"), ("structuredContent", "isError")):
-        if hasattr(value, is_error):
-            return getattr(value, "content", None), getattr(value, structured, None), getattr(value, is_error)
+    for structured, is_error in _FIELD_NAMES:
+        if hasattr(value, is_error) and (model or hasattr(value, structured)):
+            return McpResult(
+                getattr(value, "content", None),
+                getattr(value, structured, None),
+                getattr(value, is_error),
+                getattr(value, "meta", None),
+                getattr(value, "data", _ABSENT) if not model else _ABSENT,
+            )
     return None
 
 
 def judged_value(value: object, *, wrapped: bool = False) -> object:
     """The part of a tool result the write seam judges. Never raises.
 
-    An MCP ``CallToolResult`` (model or dict form) is judged on its structured content, unwrapped
-    from ``{"result": ...}`` when the tool's output schema says it wraps (``wrapped``); an error
-    result, or one with no structured content (only content blocks), is judged as nothing
+    An MCP ``CallToolResult`` (see :func:`mcp_result`) is judged on its structured content,
+    unwrapped from ``{"result": ...}`` when the tool's output schema says it wraps (``wrapped``);
+    fastmcp's, whose structured content is absent, on its ``data`` (parsed and unwrapped already).
+    An error result, or one with no structured content (only content blocks), is judged as nothing
     (not-applicable). Anything else is itself.
     """
     if type(value) is list:
         return value  # the common result: no list is a ``CallToolResult``
     try:
-        fields = _mcp_fields(value)
+        fields = mcp_result(value)
         if fields is None:
             return value
-        _, structured, is_error = fields
-        if is_error or structured is None:
+        if fields.is_error:
             return _NOT_JUDGED
+        structured = fields.structured
+        if structured is None:
+            return _NOT_JUDGED if fields.data is _ABSENT or fields.data is None else fields.data
         if wrapped and isinstance(structured, Mapping) and list(structured) == ["result"]:
             return structured["result"]
         return structured

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..text import repr_clipped
 from .columns import NormalizedColumn, normalize_columns
 from .errors import DeclarationError
 from .errors import refuse as _refuse
@@ -16,7 +17,7 @@ from .semantic import SettledFields, assert_settles
 def assert_tool_name(name: object) -> str:
     if not isinstance(name, str) or not name.strip():
         raise DeclarationError(
-            f"A tool name must be a non-blank string (got {name!r}). Pass name='...' or use a named function."
+            f"A tool name must be a non-blank string (got {repr_clipped(name)}). Pass name='...' or use a named function."
         )
     return name
 
@@ -26,7 +27,7 @@ def assert_result_kind(tool_name: str, result_kind: object) -> str:
     if not isinstance(result_kind, str) or not result_kind.strip():
         raise _refuse(
             tool_name,
-            f"result_kind is {result_kind!r}, not a non-blank string.",
+            f"result_kind is {repr_clipped(result_kind)}, not a non-blank string.",
             "Name what the result is, e.g. result_kind='dataset/rows', or leave it out.",
             at=("result_kind",),
         )
@@ -57,6 +58,16 @@ class ToolContract:
     settles: SettledFields | None = None
     # The schema's enum words, lowered once here so no check re-reads the schema per call.
     enum_values: frozenset[str] = field(default=frozenset(), compare=False)
+    # (field, reason) for each declaration its source made that could not be read (an MCP server's
+    # malformed or over-cap ``_meta``): the checks that field arms read unreachable for this tool.
+    unread: tuple[tuple[str, str], ...] = ()
+
+    def unread_reason(self, field_name: str) -> str | None:
+        """Why ``field_name`` was declared for this tool and could not be read; ``None`` if it was not."""
+        for name, reason in self.unread:
+            if name == field_name:
+                return reason
+        return None
 
 
 def define_contract(
@@ -89,7 +100,7 @@ def define_contract(
     if not isinstance(once_per_run, bool):
         raise _refuse(
             name,
-            f"once_per_run is {type(once_per_run).__name__} ({once_per_run!r}), not a boolean.",
+            f"once_per_run is {type(once_per_run).__name__} ({repr_clipped(once_per_run)}), not a boolean.",
             "Pass once_per_run=True for a tool whose effect must happen once per run, or leave it out.",
             at=("once_per_run",),
         )

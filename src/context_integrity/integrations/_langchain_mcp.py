@@ -53,8 +53,8 @@ def _closed_over(fn: object, name: str) -> object:
 
 
 def declare(tool: BaseTool) -> None:
-    """Declare an adapter-made tool from what its server listed. Never raises; never overrides a
-    declaration made in this process (the caller only passes tools not declared yet)."""
+    """Declare an adapter-made tool from what its server listed, as that server's. Never raises;
+    never overrides a declaration made in this process."""
     coroutine = getattr(tool, "coroutine", None)
     label = _closed_over(coroutine, "server_name")
     server = label if isinstance(label, str) and label else "mcp"
@@ -70,7 +70,7 @@ def declare(tool: BaseTool) -> None:
         # Without the output schema: MCP's structured content is always an object, so rows can
         # only arrive as the SDK's {"result": [...]} wrapping (the server-side judge reads it so too).
         contract = dataclasses.replace(contract, result_wrapped=True)
-    CONTRACTS.declare(contract, replace=True)
+    CONTRACTS.declare_served(contract, server)
 
 
 def call_result(raw: Any) -> object:

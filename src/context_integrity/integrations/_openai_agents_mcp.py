@@ -23,14 +23,15 @@ _raw: dict[str, object] = {}
 
 
 def _ingest(tool: object, server: object, function_tool: Any) -> None:
-    from .mcp import ingest_tools
+    from .mcp import ingest_tools, server_name
 
-    label = getattr(server, "name", None)
-    for contract in ingest_tools([tool], server=label if isinstance(label, str) and label else "mcp"):
-        # A prefixed or overridden name is the one the model calls: the declaration follows it.
+    label = server_name(server)
+    for contract in ingest_tools([tool], server=label):
+        # A prefixed or overridden name is the one the model calls: the declaration follows it,
+        # as the server's (a declaration this process made for that name stands).
         public = getattr(function_tool, "name", None)
-        if isinstance(public, str) and public != contract.name and CONTRACTS.get(public) is None:
-            CONTRACTS.declare(replace(contract, name=public))
+        if isinstance(public, str) and public != contract.name:
+            CONTRACTS.declare_served(replace(contract, name=public), label)
 
 
 async def ingest_servers(agent: object) -> None:
@@ -40,13 +41,12 @@ async def ingest_servers(agent: object) -> None:
     mid-run would only arm the next run. One listing per server and run (the SDK's own tool-list
     cache, ``cache_tools_list=True``, serves both).
     """
-    from .mcp import ingest_tools
+    from .mcp import ingest_tools, server_name
 
     for server in list(getattr(agent, "mcp_servers", None) or ()):
         try:
             listed = await server.list_tools()
-            label = getattr(server, "name", None)
-            ingest_tools(listed, server=label if isinstance(label, str) and label else "mcp")
+            ingest_tools(listed, server=server_name(server))
         except Exception as ours:
             record_internal_error(None, "listing an Agents SDK MCP server's tools", ours)
 

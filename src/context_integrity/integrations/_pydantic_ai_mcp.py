@@ -8,7 +8,13 @@ transport or client, or an in-process fastmcp or MCP SDK server.
 - Ingesting: a run arms its checks once, at its start, so the tools of every MCP toolset the run
   holds are listed before the run opens. The toolset is entered for that (its connection is
   counted, so the run's own entering reuses it instead of opening a second one) and the list it
-  caches (``cache_tools=True``, the default) is the very one the run then offers the model.
+  caches (``cache_tools=True``, the default) is the very one the run then offers the model. Each
+  server's contracts are kept apart by the name it gave itself (``serverInfo.name``): the run
+  judges a tool by the contract of the server it belongs to, whatever another server or run lists
+  under the same name. A listing that fails before the run (a server slow to start) is retried at
+  the first call of one of that server's tools, when the run's own connection is up; a retry that
+  fails too leaves the tool's declarations unread, so its checks read ``unreachable`` with the
+  reason, never ``not-applicable``.
 - Judging: pydantic-ai hands the model what it makes of a result (the structured content
   unwrapped from ``{"result": ...}`` when every content block is text, else the blocks
   themselves); the rows live in the structured content. The toolset's checked call is wrapped:
@@ -27,7 +33,7 @@ import functools
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic_ai.toolsets import (
     AbstractToolset,
@@ -37,15 +43,28 @@ from pydantic_ai.toolsets import (
     WrapperToolset,
 )
 
+from ..contracts import ToolContract
+from ..contracts.meta import TRAVELLING_FIELDS
 from ..telemetry.emit import record_internal_error
 from ..telemetry.setup import CONTRACTS
+from ..text import exception_message, repr_clipped
 
 _MODULE = "pydantic_ai.mcp"
 _CHECKED = "_call_tool_checked"
 _originals: dict[str, Any] = {}
-# Within one tool execution the capability judges: (tool name as the server knows it, raw result)
-# of every MCP call made; None outside one, so other calls keep nothing.
-_kept: contextvars.ContextVar[list[tuple[str, object]] | None] = contextvars.ContextVar(
+
+
+class Kept(NamedTuple):
+    """One MCP call made within a tool execution: the toolset, the tool as its server names it, the raw result."""
+
+    toolset: Any
+    name: str
+    result: object
+
+
+# Within one tool execution the capability judges: every MCP call made; None outside one, so other
+# calls keep nothing.
+_kept: contextvars.ContextVar[list[Kept] | None] = contextvars.ContextVar(
     "context_integrity_pydantic_ai_mcp_kept", default=None
 )
 
@@ -78,7 +97,7 @@ def _patch() -> None:
         result = await checked(self, name, *args, **kwargs)
         kept = _kept.get()
         if kept is not None:
-            kept.append((name, result))
+            kept.append(Kept(self, name, result))
         return result
 
     setattr(cls, _CHECKED, call_tool_checked)
@@ -142,26 +161,65 @@ def mcp_toolsets(ctx: object) -> list[tuple[Any, Naming]]:
 
 
 def _label(toolset: Any) -> str:
-    for label in (getattr(toolset, "id", None), getattr(getattr(toolset, "server_info", None), "name", None)):
-        if isinstance(label, str) and label:
-            return label
-    return "mcp"
+    """The server's own name (``serverInfo.name``), else the toolset's id."""
+    from .mcp import server_name
+
+    fallback = getattr(toolset, "id", None)
+    return server_name(toolset, fallback=fallback if isinstance(fallback, str) else None)
 
 
 @dataclass(slots=True)
 class Ingested:
     """What listing a run's MCP toolsets left: the toolsets entered for it (to :func:`release` when
-    the run ends) and the server names the model knows under another name."""
+    the run ends), the server names the model knows under another name, the contract of each tool
+    by the name the model calls it (its own server's), and the toolsets whose listing failed, with
+    how the model names their tools and why (retried at the first call of one of their tools)."""
 
     entered: list[Any] = field(default_factory=list)
     renamed: set[str] = field(default_factory=set)
+    contracts: dict[str, ToolContract] = field(default_factory=dict)
+    unlisted: list[tuple[Any, Naming, str]] = field(default_factory=list)
+
+    def take(self, toolset: Any, naming: Naming, listed: Sequence[object]) -> None:
+        """Ingest one toolset's listing, each tool as its server's and under the name the model calls it."""
+        from .mcp import ingest_tools
+
+        server = _label(toolset)
+        for contract in ingest_tools(listed, server=server):
+            public = naming(contract.name)
+            if public != contract.name:
+                self.renamed.add(contract.name)
+                contract = CONTRACTS.declare_served(replace(contract, name=public), server) or contract
+            self.contracts[public] = contract
+
+    async def relist(self, toolset: Any, public: str) -> ToolContract | None:
+        """The contract of tool ``public`` of ``toolset`` when the toolset's listing failed before
+        the run: listed again now, at the first call of one of its tools (the run's own connection is
+        up). A retry that fails too leaves the tool's declarations unread, with the reason, and is
+        not tried again this run. ``None`` when the toolset was listed before the run. Never raises."""
+        found = next((entry for entry in self.unlisted if entry[0] is toolset), None)
+        if found is None:
+            return None
+        self.unlisted.remove(found)
+        _, naming, before = found
+        server = _label(toolset)
+        try:
+            self.take(toolset, naming, await toolset.list_tools())
+            return self.contracts.get(public)
+        except Exception as ours:
+            record_internal_error(None, "listing a pydantic-ai MCP toolset's tools again", ours)
+            why = (
+                f"the tools of MCP server {repr_clipped(server)} could not be listed, so what they declare "
+                f"is unknown: before the run ({before}) and at its first call ({repr_clipped(exception_message(ours))})"
+            )
+            unread = ToolContract(name=public, unread=tuple((name, why) for name in TRAVELLING_FIELDS))
+            self.contracts[public] = CONTRACTS.declare_served(unread, server) or unread
+            return self.contracts[public]
 
 
 async def ingest_toolsets(ctx: object) -> Ingested:
     """List and ingest the tools of the run's MCP toolsets, each declaration also under the name the
     model calls the tool by. Never raises (a cancellation passes through)."""
-    from .mcp import ingest_tools
-
     out = Ingested()
     try:
         toolsets = mcp_toolsets(ctx)
@@ -174,15 +232,10 @@ async def ingest_toolsets(ctx: object) -> Ingested:
         try:
             await toolset.__aenter__()
             out.entered.append(toolset)
-            listed = await toolset.list_tools()
-            for contract in ingest_tools(listed, server=_label(toolset)):
-                public = naming(contract.name)
-                if public != contract.name:
-                    out.renamed.add(contract.name)
-                    if CONTRACTS.get(public) is None:
-                        CONTRACTS.declare(replace(contract, name=public))
+            out.take(toolset, naming, await toolset.list_tools())
         except Exception as ours:  # the run meets the same failure on its own, as it would without us
             record_internal_error(None, "listing a pydantic-ai MCP toolset's tools", ours)
+            out.unlisted.append((toolset, naming, repr_clipped(exception_message(ours))))
     return out
 
 
@@ -207,10 +260,10 @@ class keeping:
     __slots__ = ("_kept", "_token")
 
     def __init__(self) -> None:
-        self._kept: list[tuple[str, object]] = []
-        self._token: contextvars.Token[list[tuple[str, object]] | None] | None = None
+        self._kept: list[Kept] = []
+        self._token: contextvars.Token[list[Kept] | None] | None = None
 
-    def __enter__(self) -> list[tuple[str, object]]:
+    def __enter__(self) -> list[Kept]:
         self._token = _kept.set(self._kept)
         return self._kept
 
@@ -219,13 +272,13 @@ class keeping:
             _kept.reset(self._token)
 
 
-def judged_result(kept: Sequence[tuple[str, object]], returned: object) -> object | None:
+def judged_result(kept: Sequence[Kept], returned: object) -> object | None:
     """The raw result to judge in place of ``returned``, as an MCP ``CallToolResult``; ``None``
     when ``returned`` is not what pydantic-ai made of the last MCP result kept. Never raises."""
     if not kept:
         return None
     try:
-        _, result = kept[-1]
+        result = kept[-1].result
         mapper = getattr(sys.modules.get(_MODULE), "_map_mcp_call_tool_result", None)
         if not callable(mapper) or mapper(result) != returned:
             return None
@@ -236,6 +289,7 @@ def judged_result(kept: Sequence[tuple[str, object]], returned: object) -> objec
             content=list(getattr(result, "content", None) or ()),
             structured_content=getattr(result, "structured_content", None),
             is_error=bool(getattr(result, "is_error", False)),
+            meta=getattr(result, "meta", None),  # what the server said of its result, judged or settled
         )
     except Exception as ours:
         record_internal_error(None, "reading a pydantic-ai MCP tool's raw result", ours)

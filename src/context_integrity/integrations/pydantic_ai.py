@@ -126,6 +126,8 @@ class ContextIntegrity(AbstractCapability[Any]):
     # and can move a request on to another attempt before our hook reads it: then every attempt is
     # read by a wrapper model, inside the call.
     _passed_over: bool = field(default=False, init=False, repr=False, compare=False)
+    # The run's MCP toolsets as listed before it opened: each tool's contract (its own server's).
+    _toolsets: _mcp.Ingested = field(default_factory=_mcp.Ingested, init=False, repr=False, compare=False)
 
     async def for_run(self, ctx: RunContext[Any]) -> AbstractCapability[Any]:
         # Each run gets its own instance: its state is that run's alone, however many run at once.
@@ -168,7 +170,7 @@ class ContextIntegrity(AbstractCapability[Any]):
     async def wrap_run(self, ctx: RunContext[Any], *, handler: WrapRunHandler) -> AgentRunResult[Any]:
         _mcp.patch()
         # Before the run opens: its checks are armed once, from what is declared by then.
-        ingested = await _mcp.ingest_toolsets(ctx)
+        self._toolsets = ingested = await _mcp.ingest_toolsets(ctx)
         try:
             return await self._judged_run(ctx, handler, ingested.renamed)
         finally:
@@ -347,6 +349,8 @@ class ContextIntegrity(AbstractCapability[Any]):
             scope.fail(error)
             raise
         value = raw.return_value if isinstance(raw, pm.ToolReturn) else raw
+        if kept and self._toolsets.unlisted:
+            await self._listed_late(kept[-1].toolset, call.tool_name, scope)
         # An MCP tool is judged on its raw result (the rows are its structured content), not on
         # what pydantic-ai made of it for the model.
         judged = _mcp.judged_result(kept, value)
@@ -354,6 +358,20 @@ class ContextIntegrity(AbstractCapability[Any]):
         delivered = scope.finish(subject)
         # A refusal replaces the whole return, extra content included: enforce never hands rows over.
         return raw if delivered is subject else delivered
+
+    async def _listed_late(self, toolset: Any, name: str, scope: ToolScope) -> None:
+        """A tool of a toolset whose listing failed before the run: judged by what listing it now
+        finds (or, failing again, by its unread declarations), with the checks that arms."""
+        try:
+            contract = await self._toolsets.relist(toolset, name)
+            if contract is None:
+                return
+            scope.contract = contract
+            run = self._judging()
+            if run is not None and run.judge is not None:
+                run.judge.arm_declared()
+        except Exception as ours:
+            record_internal_error(scope.span, "judging a tool listed late", ours)
 
     def _tool_scope(self, call: pm.ToolCallPart, args: dict[str, Any]) -> ToolScope | str | None:
         """The call's scope; else the refusal to hand over (enforce cannot judge it); else ``None``.
@@ -364,7 +382,8 @@ class ContextIntegrity(AbstractCapability[Any]):
         run = self._judging()
         name = call.tool_name
         try:
-            contract = CONTRACTS.get(name) or define_contract(name)
+            # An MCP tool by its own server's contract (or this process's declaration of the name).
+            contract = self._toolsets.contracts.get(name) or CONTRACTS.get(name) or define_contract(name)
         except Exception as ours:  # no contract to judge by: nothing declared can be enforced
             record_internal_error(run.span if run is not None else None, "reading a tool's contract", ours)
             return None

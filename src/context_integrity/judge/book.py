@@ -1,18 +1,64 @@
-"""The contract book: every tool contract this process declared, by tool name."""
+"""The contract book: every tool contract this process declared or read from a server, by tool name.
+
+Two origins, one rule between them: a declaration made in this process (``@ci.tool``,
+``declare_tool``, framework metadata, a contracts file) is the application's own statement, and a
+contract read from an MCP server (:meth:`ContractBook.declare_served`) never replaces or erases it.
+Each server's contracts are kept apart by the server's name, so a host that knows which server a
+call goes to judges it by that server's own contract (:meth:`ContractBook.served`); by name alone,
+two servers listing one tool with different contracts is a clash the book refuses: the name reads
+as a contract whose declarations could not be read, with the reason, so its checks say
+``unreachable`` rather than judge one server's rows by another's contract.
+"""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
+from .._memo import ToldOnce
 from ..contracts import DeclarationError, ToolContract
 from ..contracts.claims import AnswerScope, ClaimsContract
 from ..contracts.columns import is_model_class
+from ..contracts.meta import TRAVELLING_FIELDS
 from ..contracts.toolsets import Toolset
+from ..limits import MAX_SERVED_CONTRACTS, MAX_WARNED_DECLARATIONS
+from ..text import repr_clipped
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
+
+logger = logging.getLogger("context_integrity")
+
+# The clashes already told, by (the server, the tool[, the other server]): once each per process.
+_TOLD_CLASHES: Final[ToldOnce[tuple[str, ...]]] = ToldOnce(MAX_WARNED_DECLARATIONS)
+
+
+def _travelling(contract: ToolContract) -> tuple[object, ...]:
+    """What a server can declare for a tool: the fields that travel, and those it could not read."""
+    return (*(getattr(contract, name) for name in TRAVELLING_FIELDS), contract.unread)
+
+
+def _agree(one: ToolContract, other: ToolContract) -> bool:
+    return _travelling(one) == _travelling(other)
+
+
+def _contested(name: str, listers: dict[str, ToolContract]) -> ToolContract:
+    """The contract a name reads as when servers list it with different contracts: nothing declared,
+    every field one of them declared unread, with the reason."""
+    servers = " and ".join(repr_clipped(server) for server in list(listers)[:2])
+    more = f" (and {len(listers) - 2} more)" if len(listers) > 2 else ""
+    reason = (
+        f"MCP servers {servers}{more} list tool {repr_clipped(name)} with different contracts, and the call "
+        "was named by the tool alone: whose rows these are cannot be told"
+    )
+    declared = [
+        field_name
+        for field_name in TRAVELLING_FIELDS
+        if any(getattr(c, field_name) is not None or c.unread_reason(field_name) for c in listers.values())
+    ]
+    return ToolContract(name=name, unread=tuple((field_name, reason) for field_name in declared))
 
 
 def _difference(held: ToolContract, new: ToolContract) -> str:
@@ -24,36 +70,54 @@ def _difference(held: ToolContract, new: ToolContract) -> str:
 
 @dataclass(frozen=True, slots=True)
 class BookSnapshot:
-    """Everything a book holds at one moment, for :meth:`ContractBook.restore`."""
+    """Everything a book holds at one moment, for :meth:`ContractBook.restore` (tests put the book
+    back with it)."""
 
-    tools: dict[str, ToolContract]
+    contracts: dict[str, ToolContract]
+    local: frozenset[str]
+    served: dict[str, dict[str, ToolContract]]
     claims: dict[type[BaseModel] | AnswerScope, ClaimsContract]
     toolsets: dict[str, Toolset]
 
 
 class ContractBook:
-    """Every tool contract this process declared, by tool name.
+    """Every tool contract this process declared or read from a server, by tool name.
 
     Decorated tools and tools declared by name (framework or MCP tools the
     application did not write) land here alike. A second declaration of a name
     must be identical to the first, or say ``replace=True``: two places
     disagreeing about one tool is a bug to hear about, not a race to lose.
+    Contracts read from servers go through :meth:`declare_served` (see the module docstring).
     """
 
     def __init__(self) -> None:
+        # What the judge reads by name: the local declaration, else what the servers listing it agree on.
         self._contracts: dict[str, ToolContract] = {}
+        # Names declared in this process (in code or a contracts file).
+        self._local: set[str] = set()
+        # Tool name -> {server name: that server's own contract for it}.
+        self._served: dict[str, dict[str, ToolContract]] = {}
+        self._served_count = 0
         self._claims: dict[type[BaseModel] | AnswerScope, ClaimsContract] = {}
         self._toolsets: dict[str, Toolset] = {}
         self._wire_readers: set[str] = set()
 
     def declare(self, contract: ToolContract, *, replace: bool = False) -> None:
+        """Declare a contract made in this process: it stands over any server's for the same name."""
         if not replace:
             self._refuse_redeclared(contract)
-        self._contracts[contract.name] = contract
+        self._declare_local(contract)
+
+    def _declare_local(self, contract: ToolContract) -> None:
+        name = contract.name
+        for server, served in self._served.get(name, {}).items():
+            self._tell_local_clash(server, contract, served)
+        self._local.add(name)
+        self._contracts[name] = contract
 
     def _refuse_redeclared(self, contract: ToolContract, *, again: str = "") -> None:
         held = self._contracts.get(contract.name)
-        if held is not None and held != contract:
+        if contract.name in self._local and held is not None and held != contract:
             fix = (
                 "Declare each tool once, or pass replace=True to replace its contract on purpose."
                 if not again
@@ -72,7 +136,7 @@ class ContractBook:
         *,
         again: str = "",
     ) -> None:
-        """Declare a whole set of declarations (a contracts file's), all or none.
+        """Declare a whole set of declarations (a contracts file's), all or none, as this process's own.
 
         Each tool follows the rule :meth:`declare` holds (a different contract under a held name is
         refused), and so does each toolset; a claims contract replaces the one held for its model or
@@ -90,18 +154,93 @@ class ContractBook:
                     f"'suspended'{again}. Declare each toolset once."
                 )
         for contract in tools:
-            self._contracts[contract.name] = contract
+            self._declare_local(contract)
         for toolset in toolsets:
             self._toolsets[toolset.name] = toolset
         for claims_contract in claims:
             self.declare_claims(claims_contract)
 
+    def declare_served(self, contract: ToolContract, server: str) -> ToolContract | None:
+        """Declare a contract MCP server ``server`` listed; the contract its tool is judged by.
+
+        That is the local declaration when this process declared the name (the server's is kept
+        apart, and a clash is told once), else the server's own. A server listing a tool again
+        replaces its own earlier contract, never another's. ``None`` when the book holds
+        ``MAX_SERVED_CONTRACTS`` server contracts already (told once).
+        """
+        name = contract.name
+        listers = self._served.setdefault(name, {})
+        if server not in listers:
+            if self._served_count >= MAX_SERVED_CONTRACTS:
+                if not listers:
+                    del self._served[name]
+                if _TOLD_CLASHES.first(("", "", "full")):
+                    logger.warning(
+                        "context_integrity: %d contracts read from MCP servers are held; MCP server %s, "
+                        "tool %s, and any further ones are not kept, so nothing they declare is judged.",
+                        MAX_SERVED_CONTRACTS,
+                        repr_clipped(server),
+                        repr_clipped(name),
+                    )
+                return None
+            self._served_count += 1
+        listers[server] = contract
+        if name in self._local:
+            local = self._contracts[name]
+            self._tell_local_clash(server, local, contract)
+            return local
+        others = [
+            (other, held) for other, held in listers.items() if other != server and not _agree(held, contract)
+        ]
+        for other, _ in others:
+            if _TOLD_CLASHES.first(("", *sorted((server, other)), name)):
+                logger.warning(
+                    "context_integrity: MCP servers %s and %s both list tool %s, with different "
+                    "contracts. Each server's calls are judged by its own where the host says which "
+                    "server a call goes to (pydantic-ai's MCPToolset); a call named by the tool alone "
+                    "(run.tool_call, run.tool_result) reads its checks unreachable. Give the tools "
+                    "distinct names to have both judged everywhere.",
+                    repr_clipped(other),
+                    repr_clipped(server),
+                    repr_clipped(name),
+                )
+        self._contracts[name] = _contested(name, listers) if others else contract
+        return contract
+
+    def _tell_local_clash(self, server: str, local: ToolContract, served: ToolContract) -> None:
+        if _agree(local, served) or not _TOLD_CLASHES.first((server, local.name)):
+            return
+        logger.warning(
+            "context_integrity: MCP server %s lists tool %s, which this process declares itself (in "
+            "code or its contracts file) with a different contract: the local declaration stands, "
+            "and the server's is not used.",
+            repr_clipped(server),
+            repr_clipped(local.name),
+        )
+
+    def served(self, server: str, name: str) -> ToolContract | None:
+        """The contract MCP server ``server`` listed for tool ``name`` (its own, kept apart)."""
+        return self._served.get(name, {}).get(server)
+
+    def is_local(self, name: str) -> bool:
+        """Whether ``name`` was declared in this process (in code or a contracts file)."""
+        return name in self._local
+
     def snapshot(self) -> BookSnapshot:
-        """The declarations as they stand, for :meth:`restore` (tests put the book back with it)."""
-        return BookSnapshot(dict(self._contracts), dict(self._claims), dict(self._toolsets))
+        """The book as it stands, for :meth:`restore` (tests put the book back with it)."""
+        return BookSnapshot(
+            dict(self._contracts),
+            frozenset(self._local),
+            {name: dict(listers) for name, listers in self._served.items()},
+            dict(self._claims),
+            dict(self._toolsets),
+        )
 
     def restore(self, snapshot: BookSnapshot) -> None:
-        self._contracts = dict(snapshot.tools)
+        self._contracts = dict(snapshot.contracts)
+        self._local = set(snapshot.local)
+        self._served = {name: dict(listers) for name, listers in snapshot.served.items()}
+        self._served_count = sum(map(len, self._served.values()))
         self._claims = dict(snapshot.claims)
         self._toolsets = dict(snapshot.toolsets)
 
@@ -109,7 +248,10 @@ class ContractBook:
         return self._contracts.get(name)
 
     def forget(self, name: str) -> None:
+        """Forget ``name`` wherever it was declared: in this process and by every server."""
         self._contracts.pop(name, None)
+        self._local.discard(name)
+        self._served_count -= len(self._served.pop(name, {}))
 
     def names(self) -> frozenset[str]:
         return frozenset(self._contracts)
@@ -121,10 +263,24 @@ class ContractBook:
         return len(self._contracts)
 
     def any_columns(self) -> bool:
-        return any(c.result_columns for c in self._contracts.values())
+        """Whether some tool declared columns, or declared them and they could not be read."""
+        return any(
+            c.result_columns or (c.unread and c.unread_reason("result_columns"))
+            for c in self._contracts.values()
+        )
 
     def any_grounds(self) -> bool:
-        return any(c.arguments_from for c in self._contracts.values())
+        """Whether some tool declared ``arguments_from``, or declared it and it could not be read."""
+        return any(
+            c.arguments_from or (c.unread and c.unread_reason("arguments_from"))
+            for c in self._contracts.values()
+        )
+
+    def unread_grounds(self) -> frozenset[str]:
+        """The tools whose ``arguments_from`` was declared and could not be read."""
+        return frozenset(
+            c.name for c in self._contracts.values() if c.unread and c.unread_reason("arguments_from")
+        )
 
     def any_once_per_run(self) -> bool:
         return any(c.once_per_run for c in self._contracts.values())

@@ -14,7 +14,7 @@ function is the few lines that hand the pure check what the run state holds).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -29,7 +29,7 @@ from ..checks.unsupported_claim import unsupported_claim_canary, unsupported_cla
 from ..checks.wire_invariant import wire_invariant_canary, wire_violations_of
 from ..contracts import ToolContract
 from ..contracts.columns import is_model_class
-from ..findings import NOT_APPLICABLE, Encounter, Kind, Seam
+from ..findings import NOT_APPLICABLE, UNREACHABLE, Encounter, Kind, Seam
 from ..ledger import CheckId
 from .book import ContractBook
 from .dials import Dials
@@ -85,6 +85,9 @@ class RegisteredCheck:
     # (it raised, or the result could not be read), the judge refuses the result rather than hand
     # over rows nobody judged.
     enforced: Callable[[ToolContract | None, Dials], bool] | None = None
+    # Its verdict on a result needs nothing but the result and the tool's contract, no run's memory:
+    # an MCP server can judge it for its clients, and a client takes the server's word for it.
+    judged_alone: bool = False
 
     def __post_init__(self) -> None:
         seams = {row.seam for row in self.rows}
@@ -106,10 +109,25 @@ class RegisteredCheck:
 # ── The seam functions: what each pure check is handed from the run ─────
 
 
+def _unread(contract: ToolContract | None, field_name: str) -> Encounter:
+    """A tool that did not declare ``field_name``: out of scope, or, when its source declared it and
+    it could not be read (a server's malformed or over-cap ``_meta``), unreachable with the reason."""
+    reason = contract.unread_reason(field_name) if contract is not None and contract.unread else None
+    return OUT_OF_SCOPE if reason is None else Encounter(disposition=UNREACHABLE, reason=reason)
+
+
+def _unread_grounds_among(state: RunState, names_: Iterable[str]) -> Encounter:
+    """Out of scope, unless one of these tools declared ``arguments_from`` that could not be read."""
+    for name in names_:
+        if name in state.unread_grounds:
+            return _unread(state.contracts.get(name), "arguments_from")
+    return OUT_OF_SCOPE
+
+
 def _column_types_at_write(state: RunState, seen: ToolResultSeen) -> Encounter:
     columns = seen.contract.result_columns if seen.contract is not None else None
     if not columns:
-        return OUT_OF_SCOPE
+        return _unread(seen.contract, "result_columns")
     mode: ColumnMode = "enforce" if state.dials.check_column_types == "enforce" else "warn"
     return column_types_of(
         seen.reading,
@@ -125,7 +143,7 @@ def _column_types_at_write(state: RunState, seen: ToolResultSeen) -> Encounter:
 def _empty_lookup_at_write(state: RunState, seen: ToolResultSeen) -> Encounter:
     grounds = seen.contract.arguments_from if seen.contract is not None else None
     if not grounds:
-        return OUT_OF_SCOPE
+        return _unread(seen.contract, "arguments_from")
     return empty_lookup_of(
         seen.reading,
         tool_name=seen.tool_name,
@@ -139,18 +157,23 @@ def _empty_lookup_at_write(state: RunState, seen: ToolResultSeen) -> Encounter:
 
 
 def _dangling_at_compose(state: RunState, seen: RequestSeen) -> Encounter:
-    return dangling_references_of(
+    encounter = dangling_references_of(
         offered=seen.offered,
         grounds=state.grounds,
         evicted=frozenset(state.evicted),
         present=seen.present,
         epoch=state.epoch,
     )
+    if encounter.disposition == NOT_APPLICABLE and state.unread_grounds:
+        return _unread_grounds_among(state, seen.offered)
+    return encounter
 
 
 def _unsupported_at_choice(state: RunState, seen: ResponseSeen) -> Encounter:
     armed = [call for call in seen.response.calls if call.name in state.grounds]
     if not armed:
+        if state.unread_grounds:
+            return _unread_grounds_among(state, (call.name for call in seen.response.calls))
         return OUT_OF_SCOPE
     calls = [
         ArmedCall(
@@ -332,6 +355,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         write=_column_types_at_write,
         canary=column_types_canary,
         enforced=_columns_enforced,
+        judged_alone=True,
     ),
     RegisteredCheck(
         "prior-turn evidence",

@@ -12,6 +12,7 @@ noted ``unreachable`` for that encounter and kept in
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
 import time
@@ -19,9 +20,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
+from ..contracts import ToolContract
+from ..contracts.meta import ServerVerdict, contract_meta
 from ..findings import (
     CHECKED_FAIL,
     CHECKED_PASS,
+    DISPOSITIONS,
+    NOT_APPLICABLE,
     UNREACHABLE,
     Disposition,
     Encounter,
@@ -60,6 +65,8 @@ class ChoiceVerdict:
     findings: list[Finding] = field(default_factory=list)
     call_ids: list[str | None] = field(default_factory=list)
     excusals: list[ExternalGrounding] = field(default_factory=list)
+    # (row, reason) of each check that could not look and could say why.
+    unreachable: tuple[tuple[CheckId, str], ...] = ()
 
 
 @dataclass(slots=True)
@@ -72,6 +79,15 @@ class ToolVerdict:
 
     findings: list[Finding] = field(default_factory=list)
     refusal: str | None = None
+    # (row, reason) of each check that could not look and could say why (a declaration unread).
+    # Tuples and None by default: nothing is made for the common call, which has neither.
+    unreachable: tuple[tuple[CheckId, str], ...] = ()
+    # Each row's disposition, for a judge asked to keep them (an MCP server's, for its stamp).
+    rows: dict[CheckId, Disposition] | None = None
+    # The MCP server whose verdict on this result was taken (its findings not filed again), and the
+    # one whose verdict was not, its contract for the tool differing from this process's.
+    judged_at_server: str | None = None
+    server_differs: str | None = None
 
 
 _Seen = TypeVar("_Seen")
@@ -127,6 +143,9 @@ class RunJudge:
         # The telemetry layer turns these into pass evaluation events (setup(evaluation_events="all"))
         # and drains them after every seam call; off, nothing is kept.
         self.keep_passes = False
+        # An MCP server's judge keeps each row's disposition of the checks a client can take its
+        # word for (``judged_alone``), to say in the result what it found.
+        self.keep_rows = False
         self.passes: list[CheckId] = []
         self._seen: set[str] = self.state.filed
         self._call_ids = itertools.count(1)
@@ -233,12 +252,17 @@ class RunJudge:
         result: object,
         *,
         arguments: Callable[[], Mapping[str, Any]] | Mapping[str, Any] | None = None,
+        contract: ToolContract | None = None,
     ) -> ToolVerdict:
-        """Judge one finished tool call (the write seam). Never raises."""
+        """Judge one finished tool call (the write seam). Never raises.
+
+        ``contract`` is the one the call is judged by when the caller knows it (a tool of one MCP
+        server among several listing the name); otherwise the book's, by name.
+        """
         noted: set[int] = set()
         try:
             with self.lock:
-                return self._write(tool_name, call_id, result, arguments, noted)
+                return self._write(tool_name, call_id, result, arguments, noted, contract)
         except Exception as error:
             return self._write_failed(tool_name, error, noted)
 
@@ -249,22 +273,35 @@ class RunJudge:
         result: object,
         arguments: Callable[[], Mapping[str, Any]] | Mapping[str, Any] | None,
         noted: set[int],
+        contract: ToolContract | None = None,
     ) -> ToolVerdict:
         self.state.worked.add("write")
         verdict = ToolVerdict()
-        contract = self.contracts.get(tool_name)
+        if contract is None:
+            contract = self.contracts.get(tool_name)
         seen = ToolResultSeen(tool_name, call_id, result, contract, arguments)
         unjudged = False
         for entry in self.armed["write"]:
             noted.add(id(entry))
-            encounter = self._run(entry, entry.write, seen)
+            # Only an MCP result carries a server's verdict: the common result, a list, is never asked.
+            remote = seen.server_verdict if entry.judged_alone and type(result) is not list else None
+            if remote is None:
+                encounter = self._run(entry, entry.write, seen)
+            else:
+                encounter = self._with_server(entry, seen, remote, verdict)
+            if self.keep_rows and entry.judged_alone:
+                kept = verdict.rows = verdict.rows if verdict.rows is not None else {}
+                for row in entry.rows:
+                    kept[row] = encounter.disposition_of(row.check) if encounter else UNREACHABLE
             if encounter is not None:
                 if encounter.findings:
                     verdict.findings.extend(self._first_sightings(encounter.findings))
                 if encounter.refusal is not None and verdict.refusal is None:
                     verdict.refusal = encounter.refusal
+                if encounter.reason is not None:
+                    verdict.unreachable += tuple((row, encounter.reason) for row in entry.rows)
             if (encounter is None or encounter.disposition == UNREACHABLE) and self._enforced(
-                entry, tool_name
+                entry, tool_name, contract
             ):
                 unjudged = True
         if unjudged and verdict.refusal is None:
@@ -281,6 +318,35 @@ class RunJudge:
             )
         return verdict
 
+    def _with_server(
+        self, entry: RegisteredCheck, seen: ToolResultSeen, remote: ServerVerdict, verdict: ToolVerdict
+    ) -> Encounter | None:
+        """A result an MCP server judged, and said so in its ``_meta``.
+
+        With the same contract for the tool, the server's word is taken: the findings it filed are
+        not filed again (they live on its span), and each row counts the encounter as judged at the
+        server (with the server's disposition where this process cannot read the result: an error
+        result the server refused). The check still runs here, so enforce refuses here too. With a
+        different contract the result is judged here alone, and ``verdict.server_differs`` says so.
+        """
+        served = [remote.rows.get(row.render()) for row in entry.rows]
+        if any(disposition not in DISPOSITIONS for disposition in served):
+            return self._run(entry, entry.write, seen)  # the server did not judge this check
+        if remote.contract != (contract_meta(seen.contract) if seen.contract is not None else None):
+            verdict.server_differs = remote.server
+            return self._run(entry, entry.write, seen)
+        encounter = self._run(entry, entry.write, seen, note=False)
+        for row, theirs in zip(entry.rows, served, strict=True):
+            ours = encounter.disposition_of(row.check) if encounter is not None else UNREACHABLE
+            self._note(row, theirs if ours == NOT_APPLICABLE else ours)  # type: ignore[arg-type]
+            if self.ledger is not None:
+                self.ledger.note_judged_at_server(row)
+        verdict.judged_at_server = remote.server
+        if encounter is None or not encounter.findings:
+            return encounter
+        own = [f for f in encounter.findings if (f.kind, f.predicate) not in remote.filed]
+        return dataclasses.replace(encounter, findings=own)
+
     def _write_failed(self, tool_name: str, error: Exception, noted: set[int]) -> ToolVerdict:
         self.internal_errors.append(InternalError("judging a tool result", error))
         refuse = False
@@ -291,18 +357,23 @@ class RunJudge:
             refuse = refuse or self._enforced(entry, tool_name)
         return ToolVerdict(refusal=unjudged_refusal(tool_name) if refuse else None)
 
-    def enforces(self, tool_name: object) -> bool:
-        """Whether some armed write check must refuse this tool's result when it cannot judge it."""
+    def enforces(self, tool_name: object, contract: ToolContract | None = None) -> bool:
+        """Whether some armed write check must refuse this tool's result when it cannot judge it
+        (by ``contract`` when the caller knows it, else the book's)."""
         try:
-            return any(self._enforced(entry, tool_name) for entry in self.armed["write"])
+            return any(self._enforced(entry, tool_name, contract) for entry in self.armed["write"])
         except Exception:  # an odd tool name: it has no contract, so nothing is enforced on it
             return False
 
-    def _enforced(self, entry: RegisteredCheck, tool_name: object) -> bool:
+    def _enforced(
+        self, entry: RegisteredCheck, tool_name: object, contract: ToolContract | None = None
+    ) -> bool:
         if entry.enforced is None or not isinstance(tool_name, str):
             return False
         try:
-            return entry.enforced(self.contracts.get(tool_name), self.dials)
+            return entry.enforced(
+                contract if contract is not None else self.contracts.get(tool_name), self.dials
+            )
         except Exception:  # cannot tell: fail closed
             return True
 
@@ -359,6 +430,8 @@ class RunJudge:
                     verdict.findings.extend(fresh)
                     verdict.call_ids.extend(call_of.get(id(f)) for f in fresh)
                     verdict.excusals.extend(encounter.excusals)
+                    if encounter.reason is not None:
+                        verdict.unreachable += tuple((row, encounter.reason) for row in entry.rows)
                 self._bookkeep("recording a response", self.state.after_response, seen)
                 if self.profiler is not None:
                     self._bookkeep("profiling a response", self.profiler.on_response, frame, response)
@@ -400,6 +473,15 @@ class RunJudge:
             self.state.worked.add(seam)
             self._seam_failed(seam, where, error, set())
 
+    def note_unjudged(self, seam: Seam) -> None:
+        """An encounter the caller never handed over (a tool call closed without its result): every
+        check armed at ``seam`` counts it ``unreachable``. Our own code did not fail: nothing is kept."""
+        with self.lock:
+            self.state.worked.add(seam)
+            for entry in self.armed[seam]:
+                for row in entry.rows:
+                    self._note(row, UNREACHABLE)
+
     def _simple(self, seam: Seam, seen: object) -> list[Finding]:
         noted: set[int] = set()
         try:
@@ -437,6 +519,32 @@ class RunJudge:
                 self._armed_ids.add(id(entry))
                 self.armed[entry.seam] = (*self.armed[entry.seam], entry)
 
+    def arm_declared(self) -> None:
+        """Arm the checks the book arms now and did not at the run's start: declarations that arrived
+        during the run (an MCP server listed at the first call of its tools, its earlier listing
+        having failed). The not-applicable the run's start noted for them is withdrawn: they are
+        armed in this run after all. Never raises."""
+        try:
+            with self.lock:
+                late = [
+                    entry
+                    for entry in self.checks
+                    if entry.built
+                    and entry.arms_on is None
+                    and id(entry) not in self._armed_ids
+                    and entry.armed(self.contracts, self.dials)
+                ]
+                for entry in late:
+                    self._armed_ids.add(id(entry))
+                    self.armed[entry.seam] = (*self.armed[entry.seam], entry)
+                    if self._begun and self.ledger is not None:
+                        for row in entry.rows:
+                            self.ledger.withdraw(row, NOT_APPLICABLE)
+                if any(entry.keeps_grounds for entry in late):
+                    self.state.regrounded(self.contracts)
+        except Exception as error:
+            self.internal_errors.append(InternalError("arming checks declared late", error))
+
     def resume(self, group: str) -> None:
         with self.lock:
             self._bookkeep("resuming a toolset", lambda: self.state.resume(group))
@@ -448,17 +556,26 @@ class RunJudge:
 
     # ── shared machinery ───────────────────────────────────────────────
     def _run(
-        self, entry: RegisteredCheck, check: Callable[[RunState, _Seen], Encounter] | None, seen: _Seen
+        self,
+        entry: RegisteredCheck,
+        check: Callable[[RunState, _Seen], Encounter] | None,
+        seen: _Seen,
+        *,
+        note: bool = True,
     ) -> Encounter | None:
+        """The check's encounter, noted in the ledger (unless ``note`` is false: the caller notes it)."""
         if check is None:
             return None
         try:
             encounter = check(self.state, seen)
         except Exception as error:  # a broken check must never reach the host
             self.internal_errors.append(InternalError(entry.name, error))
-            for row in entry.rows:
-                self._note(row, UNREACHABLE)
+            if note:
+                for row in entry.rows:
+                    self._note(row, UNREACHABLE)
             return None
+        if not note:
+            return encounter
         if encounter.dispositions and len(entry.rows) == 1:
             for disposition in encounter.dispositions:
                 self._note(entry.rows[0], disposition)

@@ -12,15 +12,16 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from .._memo import IdentityMemo
 from ..checks.duplicate_execution import Execution, arguments_key
 from ..checks.empty_lookup import ProducedCorpus
 from ..checks.unsupported_argument import TextCorpus, _Corpus
 from ..contracts import ToolContract, declared_enum_values
-from ..contracts.results import ResultReading, judged_value, read_result
-from ..contracts.semantic import FactRow, declared_fact_rows, fact_rows_of
+from ..contracts.meta import ServerVerdict, is_marked_semantic, read_server_verdict
+from ..contracts.results import ResultReading, judged_value, mcp_result, read_result
+from ..contracts.semantic import FactRow, declared_fact_rows, fact_rows_of, is_envelope
 from ..findings import Seam
 from ..limits import (
     MAX_ENUM_SCHEMAS_PER_RUN,
@@ -55,13 +56,32 @@ def served_text(value: object) -> str:
     return content_text(value)[:MAX_SERVED_TEXT_CHARS]
 
 
+def settled_value(result: object) -> object:
+    """What a tool result settles facts with: itself, or an MCP result's structured content when
+    that is a semantic envelope (marked so by its server in ``_meta``, or shaped like one). Never raises."""
+    if type(result) is list:
+        return result  # the common result: rows
+    try:
+        fields = mcp_result(result)
+        if fields is None or fields.is_error:
+            return result
+        if is_marked_semantic(fields.meta) or is_envelope(fields.structured):
+            return fields.structured
+    except Exception:  # the result's own code raised: it settles nothing
+        pass
+    return result
+
+
 # ── What each seam hands its checks ─────────────────────────────────────
+
+
+_UNREAD: Final = object()
 
 
 class ToolResultSeen:
     """The write seam: one finished tool call. ``reading`` is computed on first use, once."""
 
-    __slots__ = ("_arguments", "_reading", "call_id", "contract", "result", "tool_name")
+    __slots__ = ("_arguments", "_reading", "_server_verdict", "call_id", "contract", "result", "tool_name")
 
     def __init__(
         self,
@@ -77,13 +97,31 @@ class ToolResultSeen:
         self.contract = contract
         self._arguments = arguments
         self._reading: ResultReading | None = None
+        self._server_verdict: object = _UNREAD
 
     @property
     def reading(self) -> ResultReading:
         if self._reading is None:
-            wrapped = self.contract.result_wrapped if self.contract is not None else False
+            contract = self.contract
+            # MCP structured content is always an object: rows a tool declared can only arrive as
+            # the SDK's and fastmcp's {"result": [...]}, whether or not an output schema said so.
+            wrapped = contract is not None and (contract.result_wrapped or bool(contract.result_columns))
             self._reading = read_result(judged_value(self.result, wrapped=wrapped))
         return self._reading
+
+    @property
+    def server_verdict(self) -> ServerVerdict | None:
+        """What the MCP server that judged this result said it found (its ``_meta``), else ``None``."""
+        if self._server_verdict is _UNREAD:
+            found = None
+            if type(self.result) is not list:  # the common result carries no _meta: nothing to read
+                try:
+                    fields = mcp_result(self.result)
+                    found = read_server_verdict(fields.meta) if fields is not None else None
+                except Exception:  # the result's own code raised: no verdict taken from it
+                    found = None
+            self._server_verdict = found
+        return self._server_verdict  # type: ignore[return-value]
 
     def arguments(self) -> Mapping[str, Any]:
         given = self._arguments
@@ -183,6 +221,9 @@ class RunState:
     # finding the run has already filed, and the judge drops any it builds anyway.
     filed: set[str] = field(default_factory=set)
     grounds: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # The tools whose ``arguments_from`` was declared and could not be read: their grounding checks
+    # read unreachable, never not-applicable.
+    unread_grounds: frozenset[str] = frozenset()
     producers: frozenset[str] = frozenset()
     served: set[str] = field(default_factory=set)
     # Every tool whose served results some request of this run lacked: the union of all evictions so
@@ -220,8 +261,15 @@ class RunState:
             dials=dials,
             agent=agent,
             grounds=grounds,
+            unread_grounds=contracts.unread_grounds() if grounding else frozenset(),
             producers=frozenset(g for names in grounds.values() for g in names),
         )
+
+    def regrounded(self, contracts: ContractBook) -> None:
+        """The grounds as the book now declares them (a grounding check armed during the run)."""
+        self.grounds = contracts.grounds()
+        self.unread_grounds = contracts.unread_grounds()
+        self.producers = frozenset(g for names in self.grounds.values() for g in names)
 
     # ── reading ────────────────────────────────────────────────────────
 
@@ -325,7 +373,9 @@ class RunState:
                     self.executed.pop(next(iter(self.executed)))
                 self.executed[(seen.tool_name, key)] = Execution(seen.call_id, self.epoch)
         if self.contracts.any_claims():
-            rows = fact_rows_of(seen.result, tool_name=seen.tool_name, call_id=seen.call_id, epoch=self.epoch)
+            rows = fact_rows_of(
+                settled_value(seen.result), tool_name=seen.tool_name, call_id=seen.call_id, epoch=self.epoch
+            )
             if contract is not None and contract.settles is not None:
                 # Plain rows settle facts too, where the tool's contract says which fields do.
                 rows.extend(

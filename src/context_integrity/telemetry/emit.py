@@ -275,6 +275,14 @@ class SpanEmitter:
                 ),
             )
 
+    def unreachable(self, reasons: Sequence[tuple[CheckId, str]]) -> None:
+        """One event per check that could not look, saying why (a declaration that could not be read)."""
+        for row, reason in reasons:
+            self.span.add_event(
+                names.UNREACHABLE_EVENT,
+                clipped({names.UNREACHABLE_CHECK: row.render(), names.UNREACHABLE_REASON: reason}),
+            )
+
     def _count(self, finding: Finding, tool: str | None) -> None:
         assert self.inst is not None
         self.inst.findings_counter.add(

@@ -28,6 +28,11 @@ it), :mod:`.rows` (reading a rowset's columns, the fast paths, the exact walk),
 :mod:`.sentences` (the ceiling, the messages, the refusal, the witnesses), and
 here the check itself and its canary.
 
+Bounded: one result files at most ``MAX_COLUMN_FINDINGS_PER_KIND`` findings of each kind. Past it
+the first columns each have their finding and one more names a few of the rest and counts them
+all, so a declaration of a thousand columns (an MCP server's, say) cannot turn one result into a
+thousand events; every broken column is still counted in the encounter and the refusal.
+
 Never raises for any result. A result that is not a rowset is
 ``not-applicable``; a rowset whose own code raises while we read it (a
 ``Mapping`` whose ``__getitem__`` throws, a dataclass property that throws) is
@@ -57,7 +62,7 @@ from ...findings import (
     identity_of,
     tool_subject,
 )
-from ...limits import MAX_IDENTITY_CHARS
+from ...limits import MAX_COLUMN_FINDINGS_PER_KIND, MAX_IDENTITY_CHARS
 from ...text import Text, plural
 from .. import CANARY_EPOCH, as_canary
 from .rows import ColumnViolation, judge_rows
@@ -65,7 +70,9 @@ from .sentences import (
     COLUMN_TYPE_CEILING,
     ColumnMode,
     mismatch_message,
+    mismatches_message,
     missing_message,
+    missings_message,
     refusal,
     result_value,
     witnesses,
@@ -177,6 +184,10 @@ def column_types_of(
             identity_of(kind, "write", (subject,), column.name)[:MAX_IDENTITY_CHARS] not in filed
         )
 
+    # Each kind: one finding per column up to the bound; past it, the last one speaks for the rest.
+    alone = MAX_COLUMN_FINDINGS_PER_KIND - 1
+    mismatched, rolled = (broken, []) if len(broken) <= alone + 1 else (broken[:alone], broken[alone:])
+    absent, gone = (missing, []) if len(missing) <= alone + 1 else (missing[:alone], missing[alone:])
     findings = [
         finding(
             "column-type-mismatch",
@@ -184,18 +195,26 @@ def column_types_of(
             result_value(violation),
             mismatch_message(tool_name, column, violation, call_id, mode),
         )
-        for column, violation in broken
+        for column, violation in mismatched
         if fresh("column-type-mismatch", column)
-    ] + [
+    ]
+    if rolled and fresh("column-type-mismatch", rolled[0][0]):
+        column, violation = rolled[0]
+        message = mismatches_message(tool_name, rolled, call_id, mode)
+        findings.append(finding("column-type-mismatch", column, result_value(violation), message))
+    findings += [
         finding(
             "missing-column",
             column,
             Text("present in no row"),
             missing_message(tool_name, column, of_rows, call_id, mode),
         )
-        for column in missing
+        for column in absent
         if fresh("missing-column", column)
     ]
+    if gone and fresh("missing-column", gone[0]):
+        message = missings_message(tool_name, gone, of_rows, call_id, mode)
+        findings.append(finding("missing-column", gone[0], Text("present in no row"), message))
     violations = [violation for _, violation in broken]
     missing_names = [column.name for column in missing]
     return ColumnTypeEncounter(

@@ -11,7 +11,7 @@ from typing import Final, Literal
 from ...contracts import NormalizedColumn
 from ...findings import Subject, Witness
 from ...limits import MAX_NAMED_IN_REFUSAL
-from ...text import Text, plural
+from ...text import Text, plural, repr_clipped
 from .rows import ColumnViolation
 
 __all__ = [
@@ -20,7 +20,9 @@ __all__ = [
     "WARN_OUTCOME",
     "ColumnMode",
     "mismatch_message",
+    "mismatches_message",
     "missing_message",
+    "missings_message",
     "refusal",
     "result_value",
     "witnesses",
@@ -113,6 +115,48 @@ def missing_message(
         f"Tool {tool_name!r} declares column {column.name!r} ({column.type}), but {where}{nullable_note}. "
         "No value was delivered to be mistyped, so the cause is in what fetches the rows rather than "
         f"in what formats them. {COLUMN_TYPE_CEILING} Call id {call_id}. {_outcome(mode)}"
+    )
+
+
+def _and_more(named: list[Text], count: int) -> Text:
+    more = count - len(named)
+    parts: list[str | Text] = []
+    for index, name in enumerate(named):
+        parts += [name] if index == 0 else ["; ", name]
+    return Text(*parts, f"; and {more:,} more" if more > 0 else "")
+
+
+def mismatches_message(
+    tool_name: str,
+    broken: list[tuple[NormalizedColumn, ColumnViolation]],
+    call_id: str,
+    mode: ColumnMode,
+) -> Text:
+    """One finding for many broken columns: the first few named, every one counted."""
+    named = [
+        Text(f"{repr_clipped(column.name)} ({_declared_words(column)}; ", result_value(violation), ")")
+        for column, violation in broken[:MAX_NAMED_IN_REFUSAL]
+    ]
+    return Text(
+        f"Tool {repr_clipped(tool_name)} has {len(broken):,} declared columns that some rows break, each "
+        "holding something other than its declared type: ",
+        _and_more(named, len(broken)),
+        f". {COLUMN_TYPE_CEILING} Call id {call_id}. {_outcome(mode)}",
+    )
+
+
+def missings_message(
+    tool_name: str, missing: list[NormalizedColumn], of_rows: int, call_id: str, mode: ColumnMode
+) -> Text:
+    """One finding for many columns present in no row: the first few named, every one counted."""
+    named = [repr_clipped(column.name) for column in missing[:MAX_NAMED_IN_REFUSAL]]
+    more = len(missing) - len(named)
+    where = "the one row it returned has" if of_rows == 1 else f"none of the {of_rows} rows it returned has"
+    return Text(
+        f"Tool {repr_clipped(tool_name)} has {len(missing):,} declared columns that {where}: "
+        f"{', '.join(named)}{f' and {more:,} more' if more > 0 else ''}. No value was delivered to be "
+        "mistyped, so the cause is in what fetches the rows rather than in what formats them. "
+        f"{COLUMN_TYPE_CEILING} Call id {call_id}. {_outcome(mode)}"
     )
 
 

@@ -30,7 +30,7 @@ from opentelemetry.trace import Span, SpanKind
 from opentelemetry.util.types import AttributeValue
 
 from ..._memo import ToldOnce
-from ...contracts import DeclarationError, define_contract
+from ...contracts import DeclarationError, ToolContract, define_contract
 from ...contracts.toolsets import assert_suspension
 from ...findings import Finding
 from ...judge import SetupError
@@ -56,8 +56,8 @@ from .model_call import ModelCall as ModelCall  # re-exported: integrations/pyda
 from .posture import dials_in_force, tell_checker_dead
 from .processor import RunSummary
 from .summary import abandon, summary_of, weak_summary
+from .tool_call import OpenToolCall, arguments_mapping, call_id_text, judge_reported_result
 from .tool_call import ToolScope as ToolScope  # re-exported: integrations/pydantic_ai.py reads it here
-from .tool_call import arguments_mapping, call_id_text, judge_reported_result
 
 if TYPE_CHECKING:
     from ...judge import RunJudge
@@ -71,6 +71,9 @@ logger = logging.getLogger("context_integrity")
 _STOPPED_BY_THE_CALLER: Final = (KeyboardInterrupt, SystemExit, GeneratorExit)
 
 _WARNED_GROUNDS: Final[ToldOnce[tuple[str, str]]] = ToldOnce(MAX_WARNED_GROUNDS)
+
+# The contract of a call whose tool name could not even make one (not text): judged by nothing.
+_UNNAMED_TOOL: Final = ToolContract(name="tool")
 
 
 def _warn_undeclared_grounds() -> None:
@@ -343,6 +346,28 @@ class Run:
         integration holds it.
         """
         return ModelCall(self, frame, model or frame.model or "model", host_span=host_span)
+
+    def tool_call(
+        self,
+        tool_name: str,
+        call_id: str | None = None,
+        arguments: Mapping[str, Any] | str | None = None,
+    ) -> OpenToolCall:
+        """Report a tool call around its execution (the write seam), as a context manager.
+
+        ``with run.tool_call(name, call_id, arguments) as call:`` (or ``async with``) opens the
+        ``execute_tool`` span before the tool runs, so what the call itself traces (an MCP client's
+        request, its server's handling) nests under it and its duration is the tool's; inside,
+        ``delivered = call.result(raw)`` judges the result and returns what the model should read:
+        the result itself, or the refusal sentence when ``check_column_types="enforce"`` refused
+        it. ``arguments`` as in :meth:`tool_result`, which stays for results reported after the fact.
+        """
+        try:
+            contract = CONTRACTS.get(tool_name) or define_contract(tool_name)
+        except Exception as ours:
+            record_internal_error(self.span, "reporting a tool call", ours)
+            contract = _UNNAMED_TOOL
+        return OpenToolCall(self, contract, call_id_text(call_id), arguments_mapping(arguments))
 
     def tool_result(
         self,

@@ -189,11 +189,12 @@ class ModelCall:
                 judged = True
                 verdict = judge.choice(self.frame, reply)
                 self._file(verdict.findings, verdict.call_ids)
-                if verdict.excusals:
+                if verdict.excusals or verdict.unreachable:
                     self.excusals.extend(verdict.excusals)
                     emitter = self._emitter()
                     if emitter is not None:
                         emitter.excusals(verdict.excusals)
+                        emitter.unreachable(verdict.unreachable)
         except Exception as ours:
             record_internal_error(self.span, "judging a response", ours)
             if not judged and judge is not None:

@@ -2,25 +2,30 @@
 
 The span is the host's where the host opened one (:mod:`.spans`); findings go on it through
 :mod:`.emit`. A call whose scope cannot open at all is settled by :func:`unopened_call`: unjudged,
-and refused when enforce holds for the tool. Never break the host: the only exceptions that leave a
-tool call are the tool's own, unchanged.
+and refused when enforce holds for the tool. :class:`OpenToolCall` is the hand-written loop's way
+in (``run.tool_call``): the span opens before the tool runs, so the spans of the call itself (an
+MCP client's, and through it its server's) nest under it. Never break the host: the only
+exceptions that leave a tool call are the tool's own, unchanged.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import logging
 import uuid
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final
 
 from opentelemetry import context as otel_context
 from opentelemetry.trace import Span, SpanKind
 
+from ..._memo import ToldOnce
 from ...contracts import ToolContract
 from ...judge.refusal import unjudged_refusal
-from ...limits import MAX_ATTRIBUTE_CHARS
-from ...text import clip
+from ...limits import MAX_ATTRIBUTE_CHARS, MAX_WARNED_DECLARATIONS
+from ...text import clip, repr_clipped
 from ..emit import (
     SpanEmitter,
     mark_refused,
@@ -37,7 +42,10 @@ from .context import current_run
 from .posture import DEFAULT_DIALS, dials_in_force
 
 if TYPE_CHECKING:
+    from ...judge.seams import ToolVerdict
     from .lifecycle import Run
+
+logger = logging.getLogger("context_integrity")
 
 
 def call_id_text(call_id: object) -> str | None:
@@ -83,7 +91,7 @@ class ToolScope:
     and finishes it in another, where a context attached in the first cannot be detached.
     """
 
-    __slots__ = ("_held", "arguments", "call_id", "contract", "inst", "judge", "span")
+    __slots__ = ("_held", "arguments", "call_id", "contract", "inst", "judge", "span", "verdict")
 
     def __init__(
         self,
@@ -94,11 +102,14 @@ class ToolScope:
         call_id: str | None = None,
         host_span: Span | None = None,
         activate: bool = True,
+        standalone: bool = False,
     ) -> None:
         self.contract = contract
         self.arguments = arguments
         self.inst = inst = current()
-        run = run if run is not None else current_run()
+        # ``standalone``: judged by a judge of its own, in no run (an MCP server's call, whatever
+        # client run is open in the same process).
+        run = run if run is not None or standalone else current_run()
         # The host's span is found first: its own call id is preferred to one we would make up,
         # and the id is one of the attributes a span of ours starts with.
         # The current context, read once: where the host's span is looked for and ours goes.
@@ -148,6 +159,7 @@ class ToolScope:
                 activate=activate,
             )
         self.span = held.span
+        self.verdict: ToolVerdict | None = None
 
     def fail(self, error: BaseException) -> None:
         """The tool itself raised: record it, end the span; the caller re-raises it unchanged."""
@@ -155,6 +167,13 @@ class ToolScope:
             self._held.end(error)
         except Exception as ours:
             record_internal_error(None, "recording a tool's exception", ours)
+
+    def unreported(self) -> None:
+        """The call ended and no result was reported: its armed write checks could not look."""
+        try:
+            self._held.end()
+        finally:
+            self.judge.note_unjudged("write")
 
     def finish(self, result: Any) -> Any:
         """Judge the result, attach findings, end the span, and return what the caller receives.
@@ -165,15 +184,22 @@ class ToolScope:
         refusal: str | None = None
         try:
             self._held.detach()
-            verdict = self.judge.write(self.contract.name, self.call_id, result, arguments=self.arguments)
+            self.verdict = verdict = self.judge.write(
+                self.contract.name, self.call_id, result, arguments=self.arguments, contract=self.contract
+            )
             refusal = verdict.refusal
+            if verdict.judged_at_server is not None or verdict.server_differs is not None:
+                self._judged_at_server(verdict)
             if self.judge.internal_errors:
                 record_judge_errors(self.span, self.judge)
             passes = self.judge.take_passes() if self.judge.passes else ()
-            if verdict.findings or passes:  # the emitter is made only for a call that has something to say
+            if (
+                verdict.findings or passes or verdict.unreachable
+            ):  # made only for a call with something to say
                 emitter = SpanEmitter(self.span, self.inst)
                 emitter.findings(verdict.findings, tool_name=self.contract.name, call_id=self.call_id)
                 emitter.passes(passes)
+                emitter.unreachable(verdict.unreachable)
             if self.inst is not None and self.inst.capture_content:
                 owned, hook = self._held.owned, self.inst.redact
                 set_content(
@@ -186,7 +212,7 @@ class ToolScope:
                 set_content(self.span, names.GEN_AI_TOOL_CALL_RESULT, result, owned=owned, hook=hook)
         except Exception as ours:
             record_internal_error(self.span, "judging a tool result", ours)
-            if refusal is None and self.judge.enforces(self.contract.name):
+            if refusal is None and self.judge.enforces(self.contract.name, self.contract):
                 refusal = unjudged_refusal(self.contract.name)
         finally:
             try:
@@ -196,6 +222,29 @@ class ToolScope:
             except Exception as ours:
                 record_internal_error(None, "ending a tool span", ours)
         return result if refusal is None else refusal
+
+    def _judged_at_server(self, verdict: ToolVerdict) -> None:
+        """Say on the span whose verdict this is: the MCP server's, taken; or this process's alone,
+        the server's contract for the tool differing (said once in the log, too)."""
+        if verdict.judged_at_server is not None:
+            self.span.set_attribute(
+                names.JUDGED_AT_SERVER, clip(verdict.judged_at_server, MAX_ATTRIBUTE_CHARS)
+            )
+            return
+        server = verdict.server_differs or ""
+        self.span.set_attribute(names.SERVER_CONTRACT_DIFFERS, clip(server, MAX_ATTRIBUTE_CHARS))
+        if _TOLD_DIFFERING.first((server, self.contract.name)):
+            logger.warning(
+                "context_integrity: MCP server %s judged tool %s by a contract that differs from this "
+                "process's; this process judges its results by its own and files its own findings, so "
+                "one defect may be a finding on both spans.",
+                repr_clipped(server),
+                repr_clipped(self.contract.name),
+            )
+
+
+# The (server, tool) pairs whose differing contracts were told, once each per process.
+_TOLD_DIFFERING: Final[ToldOnce[tuple[str, str]]] = ToldOnce(MAX_WARNED_DECLARATIONS)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -253,3 +302,91 @@ def unopened_call(
     except Exception:  # cannot tell whether enforce holds: a tool with columns fails closed
         enforced = bool(contract.result_columns)
     return unjudged_refusal(contract.name) if enforced else None
+
+
+class OpenToolCall:
+    """One tool call reported around its execution: ``with run.tool_call(name, call_id, arguments)
+    as call:`` (or ``async with``) opens its ``execute_tool`` span before the tool runs, current in
+    the block; ``call.result(value)`` judges what the tool returned and gives back what the model
+    should read (the value, or the refusal sentence in enforce), and ends the span.
+
+    The block's own exception ends the span in error and passes through unchanged. A block left
+    without a result reported goes unjudged, and the run notes its write seam ``unreachable``.
+    """
+
+    __slots__ = ("_arguments", "_call_id", "_contract", "_delivered", "_reported", "_run", "_scope")
+
+    def __init__(
+        self, run: Run | None, contract: ToolContract, call_id: str | None, arguments: Mapping[str, Any]
+    ) -> None:
+        self._run = run
+        self._contract = contract
+        self._call_id = call_id
+        self._arguments = arguments
+        self._scope: ToolScope | None = None
+        self._reported = False
+        self._delivered: Any = None
+
+    @property
+    def span(self) -> Span | None:
+        """The call's span while it is open (the host's, when it opened one for this tool)."""
+        return self._scope.span if self._scope is not None else None
+
+    @property
+    def call_id(self) -> str | None:
+        """The call's id: the one given, else the one the model announced, else one made up."""
+        return self._scope.call_id if self._scope is not None else self._call_id
+
+    def _open(self) -> None:
+        if self._scope is not None or self._reported:
+            return
+        try:
+            self._scope = ToolScope(
+                self._contract, lambda: self._arguments, run=self._run, call_id=self._call_id
+            )
+        except Exception as ours:
+            self._reported = True  # nothing to judge in: :meth:`result` settles it as unopened
+            self._delivered = unopened_call(self._contract, ours)
+
+    def result(self, value: Any) -> Any:
+        """Judge the tool's result; return what the model should read. Reported once: a second
+        report hands back what the first one delivered."""
+        self._open()
+        scope = self._scope
+        if scope is None:  # it could not open: unjudged, or the refusal when enforce holds
+            return value if self._delivered is None else self._delivered
+        if not self._reported:
+            self._reported = True
+            self._delivered = scope.finish(value)
+        return self._delivered
+
+    def _close(self, error: BaseException | None) -> None:
+        scope = self._scope
+        if scope is None or self._reported:
+            return
+        self._reported = True
+        if error is not None:
+            scope.fail(error)
+            return
+        try:
+            scope.unreported()
+        except Exception as ours:
+            record_internal_error(None, "closing a tool call", ours)
+
+    def __enter__(self) -> OpenToolCall:
+        self._open()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._close(exc)
+
+    async def __aenter__(self) -> OpenToolCall:
+        self._open()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._close(exc)

@@ -160,6 +160,22 @@ INTERNAL_ERROR_EVENT: Final = f"{_NS}.internal_error"
 INTERNAL_ERROR_WHERE: Final = f"{_NS}.internal_error.where"
 INTERNAL_ERROR_TYPE: Final = f"{_NS}.internal_error.type"
 
+# An encounter the ledger counts unreachable, said with its reason where one can be named. In
+# process, on a call's span: the declaration that arms the check was made (by an MCP server) and could
+# not be read (with the check). Judged from a trace (``serve``), on the run's summary span: which rows
+# were counted unreachable, on which span, and why (evidence the trace does not carry).
+UNREACHABLE_EVENT: Final = f"{_NS}.unreachable"
+UNREACHABLE_CHECK: Final = f"{_NS}.unreachable.check"
+UNREACHABLE_REASON: Final = f"{_NS}.unreachable.reason"
+UNREACHABLE_ROWS: Final = f"{_NS}.unreachable.rows"
+UNREACHABLE_SPAN_ID: Final = f"{_NS}.unreachable.span_id"
+
+# On a client's tool span, for a result an MCP server judged and said so in its _meta: the server
+# whose verdict was taken (its findings are on its own span, not filed again here), or the server
+# whose verdict was not, its contract for the tool differing from this process's.
+JUDGED_AT_SERVER: Final = f"{_NS}.judged_at_server"
+SERVER_CONTRACT_DIFFERS: Final = f"{_NS}.judged_at_server.contract_differs"
+
 # ── The run summary ─────────────────────────────────────────────────────
 DISPOSITION_SPAN: Final = f"{_NS}.disposition"
 POSTURE: Final = f"{_NS}.posture"
@@ -273,14 +289,6 @@ def annotation_attribute(index: int, field: str) -> str:
 RECORDING_DROPPED_EVENT: Final = f"{_NS}.recording.dropped"
 RECORDING_DROPPED_SPANS: Final = f"{_NS}.recording.dropped_spans"
 RECORDING_DROPPED_TRACES: Final = f"{_NS}.recording.dropped_traces"
-
-# ── What a run judged from its trace could not judge ─────────────────────
-# The pipeline stage (``serve``) writes one event per unreachable encounter on the run's summary span:
-# which rows it counted unreachable, on which span, and why (evidence the trace does not carry).
-UNREACHABLE_EVENT: Final = f"{_NS}.unreachable"
-UNREACHABLE_ROWS: Final = f"{_NS}.unreachable.rows"
-UNREACHABLE_SPAN_ID: Final = f"{_NS}.unreachable.span_id"
-UNREACHABLE_REASON: Final = f"{_NS}.unreachable.reason"
 
 # ── The pipeline stage's own metrics (``context-integrity serve --metrics``) ─
 # Prometheus names, served by the stage itself. The findings it files count under the library's own

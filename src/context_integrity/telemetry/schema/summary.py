@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from ...ledger import ROW_FIELDS, LedgerRow
+from ...ledger import JUDGED_AT_SERVER, ROW_FIELDS, LedgerRow
 from . import names
 from .common import Attributes, is_int, optional_str
 
@@ -27,9 +27,11 @@ COUNT_FIELDS: Final[tuple[str, ...]] = tuple(
 )
 # Counts written only when nonzero (see summary_attributes); a reader takes absence as zero.
 SPARSE_COUNT_FIELDS: Final[tuple[str, ...]] = ("unreachable", "synthetic")
+# Counts beside the row's fields, written and read back only when nonzero (LedgerRow.as_dict).
+OPTIONAL_COUNT_FIELDS: Final[tuple[str, ...]] = (JUDGED_AT_SERVER,)
 
 _ROW_VALUE_ORDER: Final = ROW_FIELDS[2:]
-_ROW_VALUE_FIELDS: Final = frozenset(_ROW_VALUE_ORDER)
+_ROW_VALUE_FIELDS: Final = frozenset((*_ROW_VALUE_ORDER, *OPTIONAL_COUNT_FIELDS))
 _SPARSE_ZEROS: Final[Mapping[str, int]] = dict.fromkeys(SPARSE_COUNT_FIELDS, 0)
 # A row read back always has its identity and every count (the sparse ones default to zero).
 _ALWAYS_IN_A_ROW: Final = len(ROW_FIELDS) - 1
@@ -68,7 +70,7 @@ def summary_attributes(
     for dial, setting in (dials or {}).items():
         out[names.dial_attribute(dial)] = setting
     for key, value in totals.items():
-        if value or key not in SPARSE_COUNT_FIELDS:
+        if value or (key not in SPARSE_COUNT_FIELDS and key not in OPTIONAL_COUNT_FIELDS):
             out[names.totals_attribute(key)] = value
     for row in rows:
         for row_field in _ROW_VALUE_ORDER:
@@ -76,6 +78,10 @@ def summary_attributes(
             if value is None or (not value and row_field in SPARSE_COUNT_FIELDS):
                 continue
             out[names.row_attribute(row.check, row.seam, row_field)] = value
+        for row_field in OPTIONAL_COUNT_FIELDS:
+            value = getattr(row, row_field)
+            if value:
+                out[names.row_attribute(row.check, row.seam, row_field)] = value
     return out
 
 
