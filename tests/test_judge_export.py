@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.fake_phoenix import FakePhoenix as PhoenixApi
 from tests.telemetry.otlp_receiver import Receiver, attributes_of, receiver, records_of, spans_of
-from tests.telemetry.test_phoenix_annotations import _Phoenix as PhoenixApi
 from tests.telemetry.test_phoenix_annotations import phoenix, refusing_phoenix
 from tests.test_judge_cli import COMMAND, TRIAGE_CONTRACTS, judge, workdir
 from tests.traces.shapes import Trace, document, triage_trace, write_lines
