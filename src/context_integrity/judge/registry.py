@@ -18,15 +18,41 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from ..checks.column_types import ColumnMode, column_types_canary, column_types_of
-from ..checks.compose_invariant import compose_invariant_canary, suspended_still_offered_of
-from ..checks.dangling_reference import dangling_reference_canary, dangling_references_of
-from ..checks.duplicate_execution import OnceCall, duplicate_execution_canary, duplicate_executions_of
-from ..checks.empty_lookup import empty_lookup_canary, empty_lookup_of
-from ..checks.prior_turn_evidence import prior_turn_evidence_canary, prior_turn_evidence_of_answer
-from ..checks.unsupported_argument import ArmedCall, unsupported_argument_canary, unsupported_arguments_of
-from ..checks.unsupported_claim import unsupported_claim_canary, unsupported_claims_of
-from ..checks.wire_invariant import wire_invariant_canary, wire_violations_of
+from ..checks.column_types import COLUMN_TYPE_CEILING, ColumnMode, column_types_canary, column_types_of
+from ..checks.compose_invariant import (
+    COMPOSE_INVARIANT_CEILING,
+    compose_invariant_canary,
+    suspended_still_offered_of,
+)
+from ..checks.dangling_reference import (
+    DANGLING_REFERENCE_CEILING,
+    dangling_reference_canary,
+    dangling_references_of,
+)
+from ..checks.duplicate_execution import (
+    DUPLICATE_EXECUTION_CEILING,
+    OnceCall,
+    duplicate_execution_canary,
+    duplicate_executions_of,
+)
+from ..checks.empty_lookup import EMPTY_LOOKUP_CEILING, empty_lookup_canary, empty_lookup_of
+from ..checks.prior_turn_evidence import (
+    PRIOR_TURN_EVIDENCE_CEILING,
+    prior_turn_evidence_canary,
+    prior_turn_evidence_of_answer,
+)
+from ..checks.unsupported_argument import (
+    UNSUPPORTED_ARGUMENT_CEILING,
+    ArmedCall,
+    unsupported_argument_canary,
+    unsupported_arguments_of,
+)
+from ..checks.unsupported_claim import (
+    UNSUPPORTED_CLAIM_CEILING,
+    unsupported_claim_canary,
+    unsupported_claims_of,
+)
+from ..checks.wire_invariant import WIRE_INVARIANT_CEILING, wire_invariant_canary, wire_violations_of
 from ..contracts import ToolContract
 from ..contracts.columns import is_model_class
 from ..findings import NOT_APPLICABLE, Encounter, Kind, Seam
@@ -82,6 +108,9 @@ class RegisteredCheck:
     # (it raised, or the result could not be read), the judge refuses the result rather than hand
     # over rows nobody judged.
     enforced: Callable[[ToolContract | None, Dials], bool] | None = None
+    # What the check can never see (its exported ceiling constant): quoted into its findings where
+    # it applies, said once per kind by the text report and the demo.
+    ceiling: str = ""
 
     def __post_init__(self) -> None:
         seams = {row.seam for row in self.rows}
@@ -270,6 +299,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         # unreachable, never silent.
         armed=_wire_reader,
         wire=_wire_invariant_at_wire,
+        ceiling=WIRE_INVARIANT_CEILING,
         canary=wire_invariant_canary,
     ),
     RegisteredCheck(
@@ -279,6 +309,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         # Armed by the run's first ``run.suspend``: before it, nothing is suspended anywhere.
         arms_on="suspend",
         compose=_compose_invariant_at_compose,
+        ceiling=COMPOSE_INVARIANT_CEILING,
         canary=compose_invariant_canary,
     ),
     RegisteredCheck(
@@ -287,6 +318,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         armed_by="any declared tool with `arguments_from`",
         armed=_grounding,
         compose=_dangling_at_compose,
+        ceiling=DANGLING_REFERENCE_CEILING,
         keeps_grounds=True,
         canary=dangling_reference_canary,
     ),
@@ -296,6 +328,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         armed_by="any declared tool with `arguments_from`",
         armed=_grounding,
         choice=_unsupported_at_choice,
+        ceiling=UNSUPPORTED_ARGUMENT_CEILING,
         keeps_grounds=True,
         canary=unsupported_argument_canary,
     ),
@@ -305,6 +338,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         rows=(CheckId("unsupported-claim", "claim"),),
         armed=_claims,
         claim=_unsupported_claim_at_claim,
+        ceiling=UNSUPPORTED_CLAIM_CEILING,
         canary=unsupported_claim_canary,
     ),
     RegisteredCheck(
@@ -313,6 +347,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         armed_by="`arguments_from` and `setup(notice_empty_lookups=True)`",
         armed=_empty_lookups,
         write=_empty_lookup_at_write,
+        ceiling=EMPTY_LOOKUP_CEILING,
         keeps_grounds=True,
         canary=empty_lookup_canary,
     ),
@@ -322,6 +357,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         armed_by="`result_columns` and `setup(check_column_types=...)` set to `'warn'` or `'enforce'`",
         armed=_column_types,
         write=_column_types_at_write,
+        ceiling=COLUMN_TYPE_CEILING,
         canary=column_types_canary,
         enforced=_columns_enforced,
     ),
@@ -331,6 +367,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         rows=(CheckId("prior-turn-evidence", "claim"),),
         armed=_prior_turn,
         claim=_prior_turn_at_claim,
+        ceiling=PRIOR_TURN_EVIDENCE_CEILING,
         canary=prior_turn_evidence_canary,
     ),
     RegisteredCheck(
@@ -339,6 +376,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         rows=(CheckId("duplicate-execution", "choice"),),
         armed=_once_per_run,
         choice=_duplicate_at_choice,
+        ceiling=DUPLICATE_EXECUTION_CEILING,
         canary=duplicate_execution_canary,
     ),
 )
@@ -380,6 +418,13 @@ class Registry:
             if entry.built and any(row.check == kind for row in entry.rows):
                 return entry.rule_version
         return None
+
+    def ceiling_of(self, kind: str | None, seam: str | None) -> str:
+        """The ceiling of the registered check whose row is ``kind @seam`` (``""``: none registered)."""
+        for entry in self._entries:
+            if any(row.check == kind and row.seam == seam for row in entry.rows):
+                return entry.ceiling
+        return ""
 
     def filable_kinds(self) -> tuple[Kind, ...]:
         """The kinds some built check can file, in ledger order: the only kinds worth asking about."""

@@ -1,5 +1,9 @@
 """The text report of a recording: per run its findings and ledger, then the
-calls outside any run, the findings counter, the problems and a summary line.
+calls outside any run, the findings counter, the problems, what the checks that filed
+can never see, and a summary line.
+
+A check quotes its ceiling (what it can never see) into every finding it files; the report
+prints each finding without it and says each ceiling once, after the runs (:func:`split_ceiling`).
 
 :func:`write_report` writes it as it reads: each run is written as soon as the
 reader hands it out and then let go, so a report of a recording of any size
@@ -14,9 +18,10 @@ import io
 import operator
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final, TextIO
 
+from ..judge.registry import REGISTRY
 from ..ledger import ROW_FIELDS
 from ..recording.model import FindingRecord, Recording, RunRecord, ToolCallRecord
 from ..recording.reader import RecordingStream
@@ -97,7 +102,25 @@ def _wrap(text: str, indent: str) -> tuple[str, ...]:
     return _wrapped(text, indent)
 
 
-def _finding_lines(number: int, finding: FindingRecord, indent: str, *, verbose: bool) -> list[str]:
+def split_ceiling(message: str, kind: str | None, seam: str | None) -> tuple[str, str]:
+    """``message`` without the ceiling its check quoted into it, and that ceiling (``""``: none quoted)."""
+    ceiling = REGISTRY.ceiling_of(kind, seam)
+    at = message.find(ceiling) if ceiling else -1
+    if at < 0:
+        return message, ""
+    before, after = message[:at].rstrip(" "), message[at + len(ceiling) :].lstrip(" ")
+    return (f"{before} {after}" if before and after else before or after), ceiling
+
+
+def _finding_lines(
+    number: int, finding: FindingRecord, indent: str, *, verbose: bool, ceilings: dict[str, list[str]]
+) -> list[str]:
+    message, ceiling = split_ceiling(finding.message or "", finding.kind, finding.seam)
+    if ceiling:
+        quoted_by = ceilings.setdefault(ceiling, [])
+        row = f"{finding.kind} @{finding.seam}"
+        if row not in quoted_by:
+            quoted_by.append(row)
     head = f"{indent}{number}. {finding.kind or '?'} @{finding.seam or '?'}"
     if finding.advisory:
         head += " (advisory)"
@@ -106,7 +129,7 @@ def _finding_lines(number: int, finding: FindingRecord, indent: str, *, verbose:
     if finding.call_id:
         head += f", call {finding.call_id}"
     body = indent + "   "
-    lines = [head, *_wrapped(finding.message or "(no message recorded)", body)]
+    lines = [head, *_wrapped(message or "(no message recorded)", body)]
     if verbose:
         lines.append(f"{body}on span: {finding.span_name} ({finding.span_id})")
         if finding.subjects:
@@ -231,6 +254,8 @@ class _Tally:
     runs: int = 0
     findings: int = 0
     never_ran: int = 0
+    # Each ceiling a printed finding quoted (and left out of its message), with the rows that quoted it.
+    ceilings: dict[str, list[str]] = field(default_factory=dict)
 
 
 def _run_lines(index: int, run: RunRecord, *, verbose: bool, tally: _Tally) -> list[str]:
@@ -247,7 +272,7 @@ def _run_lines(index: int, run: RunRecord, *, verbose: bool, tally: _Tally) -> l
     if run.findings:
         out.append(f"  findings ({len(run.findings)}):")
         for number, finding in enumerate(run.findings, start=1):
-            out.extend(_finding_lines(number, finding, "    ", verbose=verbose))
+            out.extend(_finding_lines(number, finding, "    ", verbose=verbose, ceilings=tally.ceilings))
     else:
         out.append("  findings: none")
     for call in (*run.tool_calls, *run.other_calls):
@@ -276,7 +301,7 @@ def _rest_lines(recording: Recording, *, verbose: bool, tally: _Tally) -> list[s
         for call in recording.loose_calls:
             out.append(f"  {_call_header(call)}, trace {call.trace_id}")
             for number, finding in enumerate(call.findings, start=1):
-                out.extend(_finding_lines(number, finding, "    ", verbose=verbose))
+                out.extend(_finding_lines(number, finding, "    ", verbose=verbose, ceilings=tally.ceilings))
             out.extend(_call_extras(call, "    "))
         out.append("")
 
@@ -293,6 +318,14 @@ def _rest_lines(recording: Recording, *, verbose: bool, tally: _Tally) -> list[s
             "(its writer fell behind); the runs of these traces are incomplete:"
         )
         out.extend(_wrap(", ".join(traces) if traces else "(traces not recorded)", "  "))
+        out.append("")
+
+    if tally.ceilings:
+        out.append(
+            "what the checks that filed can never see (each ceiling once; the findings above leave it out):"
+        )
+        for ceiling, rows in tally.ceilings.items():
+            out.extend(_wrap(f"{', '.join(rows)}: {ceiling}", "  "))
         out.append("")
 
     problems = len(recording.problems) + recording.unlisted_problems

@@ -57,6 +57,8 @@ class Instrumentation:
     destination: str
     processor: DispositionSpanProcessor | None = None
     recording_path: Path | None = None
+    # Whether the traces themselves go to the local recording (not only metrics or log events).
+    traces_recorded: bool = False
     capture_content: bool = False
     event_logger: Any | None = None
     # Which records the event logger writes per finding: our own ``context_integrity.finding``

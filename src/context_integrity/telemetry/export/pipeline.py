@@ -104,6 +104,7 @@ def build(
     owned: list[Any] = []
     flushable: list[Any] = []
     recording: Path | None = None
+    traces_recorded = False
     where: list[str] = []
 
     def recording_file() -> Path:
@@ -156,6 +157,7 @@ def build(
                 from .recording_processor import RecordingSpanProcessor
 
                 recorder = OtlpJsonLinesSpanExporter(recording_file(), max_bytes=recording_size())
+                traces_recorded = True
                 processors.append(
                     RecordingSpanProcessor(
                         tally(recorder), record_dropped=recorder.record_dropped, where=str(recording_file())
@@ -245,6 +247,7 @@ def build(
         destination=destination,
         processor=run_processor,
         recording_path=recording,
+        traces_recorded=traces_recorded,
         capture_content=capture_content,
         event_logger=event_logger,
         log_events=log_events,
