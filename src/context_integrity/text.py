@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from .limits import MAX_QUOTED_CHARS
@@ -13,6 +14,14 @@ def clip(text: str, limit: int = MAX_QUOTED_CHARS) -> str:
     if len(text) <= limit:
         return text
     return text[: max(limit - 1, 0)] + "…"
+
+
+def nearest(word: str, candidates: Iterable[str]) -> str | None:
+    """The candidate ``word`` most likely misspells (``difflib``'s closest match), or ``None``."""
+    import difflib  # only a misspelled name pays for it
+
+    close = difflib.get_close_matches(word, list(candidates), n=1)
+    return close[0] if close else None
 
 
 def plural(count: int, noun: str, plural_form: str | None = None) -> str:
