@@ -59,7 +59,7 @@ def test_the_demo_runs_and_says_where_the_traces_went(
     result, recording = demo_run
     assert result.returncode == 0, result.stderr
     assert (result.stdout + result.stderr).count(str(recording)) == 2  # one sentence: where, and how to read
-    assert f"context-integrity report {recording}" in result.stdout
+    assert f"context-integrity report {recording}" in " ".join(result.stdout.split())
 
 
 def test_warn_then_enforce_each_file_the_two_field_failures(

@@ -218,14 +218,13 @@ def ceiling_lines(ceilings: dict[str, list[str]]) -> list[str]:
 
 
 def print_summary(outcomes: list[DemoOutcome], destination: str, out: TextIO, *, brief: bool = False) -> None:
-    print(
+    intro = (
         "Three tools reproduce column-type field failures: LUN 0 written as '', counters as quoted "
-        "strings, and an 8 MiB disk rounded to 0.0 GB. The scripted agent calls each once, with "
-        "check_column_types in each mode asked for.",
-        file=out,
+        "strings, and an 8 MiB disk rounded to 0.0 GB. The scripted agent calls each once, and two of "
+        "them break on purpose, in each check_column_types mode asked for."
     )
-    print(seam_key(), file=out)
-    print(traces_sentence(destination, current_recording()), file=out)
+    for sentence in (intro, seam_key(), traces_sentence(destination, current_recording())):
+        print(wrapped(sentence, ""), file=out)
     ceilings: dict[str, list[str]] = {}
     for outcome in outcomes:
         agent_run = outcome.run
