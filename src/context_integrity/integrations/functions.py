@@ -244,9 +244,9 @@ def warn_unoffered(
     missing = sorted(CONTRACTS.names() - seen - superseded - _WRAPPED_NAMES)
     if missing:
         # A near match among the offered names is most likely the tool meant: said beside the name.
-        undeclared = sorted(seen - CONTRACTS.names())
+        offered_names = sorted(seen)
         named = [
-            f"{name!r} (did you mean {close!r}?)" if (close := nearest(name, undeclared)) else repr(name)
+            f"{name!r} (did you mean {close!r}?)" if (close := nearest(name, offered_names)) else repr(name)
             for name in missing
         ]
         logger.warning(
