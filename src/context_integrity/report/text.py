@@ -102,9 +102,28 @@ def _wrap(text: str, indent: str) -> tuple[str, ...]:
     return _wrapped(text, indent)
 
 
+# The ceiling of each (kind, seam) asked about, for the registry's entries as they were when asked.
+_ceilings: dict[tuple[str | None, str | None], str] = {}
+_ceilings_of: list[object] = [None]
+
+
+def _ceiling(kind: str | None, seam: str | None) -> str:
+    entries = REGISTRY.entries
+    if _ceilings_of[0] is not entries:  # a check registered or unregistered since
+        _ceilings.clear()
+        _ceilings_of[0] = entries
+    key = (kind, seam)
+    found = _ceilings.get(key)
+    if found is None:
+        found = REGISTRY.ceiling_of(kind, seam)
+        if len(_ceilings) < _MAX_WRAPPED:  # kinds a recording names are few; a hostile one is not kept
+            _ceilings[key] = found
+    return found
+
+
 def split_ceiling(message: str, kind: str | None, seam: str | None) -> tuple[str, str]:
     """``message`` without the ceiling its check quoted into it, and that ceiling (``""``: none quoted)."""
-    ceiling = REGISTRY.ceiling_of(kind, seam)
+    ceiling = _ceiling(kind, seam)
     at = message.find(ceiling) if ceiling else -1
     if at < 0:
         return message, ""
