@@ -68,7 +68,11 @@ def _tool_named(telemetry: Telemetry) -> object:
 
 
 def _tool_misspelled(telemetry: Telemetry) -> object:
-    return ci.tool(result_colums={"lun": "number"})  # type: ignore[call-overload]
+    def lookup() -> None:
+        return None
+
+    # Refused where it decorates, naming the function.
+    return ci.tool(result_colums={"lun": "number"})(lookup)  # type: ignore[call-overload]
 
 
 def _run(*args: Any, **kwargs: Any) -> Callable[[Telemetry], object]:
@@ -156,7 +160,7 @@ CASES: list[Case] = [
     ("grounds-int", _declare(arguments_from=[5]), DE, ("arguments_from", "name of a tool")),
     ("tool-42", _tool_42, DE, ("ci.tool()", "int", "@ci.tool")),
     ("tool-name-positional", _tool_named, DE, ("'lookup'", "@ci.tool(name='lookup')")),
-    ("tool-misspelled", _tool_misspelled, DE, ("result_colums", "'result_columns'")),
+    ("tool-misspelled", _tool_misspelled, DE, ("Tool 'lookup'", "result_colums", "'result_columns'")),
     # ── a run's own options ──
     ("run-agent-int", _run(agent_name=5), SE, ("agent_name", "string")),
     ("run-agent-blank", _run(agent_name=""), SE, ("agent_name", "non-empty")),

@@ -472,5 +472,9 @@ def test_report_find_prints_the_same_answer(
     for path in formats.values():
         assert cli.main(["report", "--find", str(path)]) == 0
         assert capsys.readouterr().out.rstrip("\n") == find_context_errors(path)
-    assert cli.main(["report", "--kind", "not-a-kind", str(formats["jaeger"])]) == 0
-    assert "'not-a-kind' is not a defect class" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as refused:  # a bad kind is bad usage: exit 2, the kinds named
+        cli.main(["report", "--find", "--kind", "not-a-kind", str(formats["jaeger"])])
+    assert refused.value.code == 2
+    said = capsys.readouterr()
+    assert said.out == "" and "'not-a-kind' is not a kind of finding" in said.err
+    assert all(kind in said.err for kind in KINDS)

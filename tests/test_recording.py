@@ -8,7 +8,8 @@ The laws under test:
   ``last_fired_at`` only where a check fired), totals, posture, work-existed,
   outcome, and the calls made outside any run. Ids are the SDK's own, in hex.
 - A run's findings are all of its findings (tool spans, chat spans, the run
-  span itself) in time order; only ``execute_tool`` spans are tool calls.
+  span itself) in time order; only ``execute_tool`` spans are tool calls; a model
+  call is kept, findings or not, when read with details (the HTML waterfall's rows).
 - Order does not matter: the lines of a recording, in any order, read the same.
 - Ownership follows the parent chain however deep; a chain that breaks at a
   span missing from the recording is reported, never silently dropped.
@@ -138,6 +139,30 @@ def test_a_chat_span_with_findings_is_not_a_tool_call(read: Recording) -> None:
     assert [call.name for call in run.other_calls] == [names.chat_span_name(MODEL)]
     assert run.other_calls[0].operation == names.OPERATION_CHAT
     assert all(call.operation == names.OPERATION_EXECUTE_TOOL for call in run.tool_calls)
+
+
+def test_a_model_call_without_findings_is_kept_for_the_waterfall_only_with_details(tmp_path: Path) -> None:
+    """A chat span that carried nothing is a row of the HTML report's waterfall (read with details);
+    the plain report, streamed without details, still keeps only what it prints."""
+    from context_integrity.recording import RecordingStream
+
+    path = tmp_path / "r.jsonl"
+    provider, tracer = tracer_into(path)
+    with run_span(tracer, AGENT) as run:
+        with chat_span(tracer, MODEL):
+            pass
+        with tool_span(tracer, LOOKUP_TOOL, "call-1"):
+            pass
+        with chat_span(tracer, MODEL):
+            pass
+        emit_summary(tracer, run, scenario_ledger())
+    provider.shutdown()
+    (detailed,) = read_recording(path).runs
+    assert [call.operation for call in detailed.other_calls] == [names.OPERATION_CHAT] * 2
+    assert all(call.end_time_unix_nano is not None and not call.findings for call in detailed.other_calls)
+    (plain,) = list(RecordingStream(path, details=False))
+    assert plain.other_calls == []
+    assert [call.tool_name for call in plain.tool_calls] == [LOOKUP_TOOL]
 
 
 def test_run_findings_are_every_finding_in_the_run_in_time_order(scenario: Scenario, read: Recording) -> None:

@@ -18,16 +18,19 @@ from __future__ import annotations
 
 import os
 import textwrap
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
 from .checks.column_types import COLUMN_TYPE_CEILING
-from .findings import Finding
+from .findings import SEAM_MEANINGS, Finding
 from .integrations.functions import tool
 from .ledger import LedgerRow
+from .report.text import split_ceiling
 from .telemetry.run.lifecycle import Run, run
 from .telemetry.setup import current, flush, setup
+from .text import plural
 
 AGENT_NAME = "storage-triage"
 # ``context-integrity demo --only column-types``: the short demo of the column checks alone.
@@ -122,52 +125,135 @@ def run_agent(mode: str) -> DemoOutcome:
     return DemoOutcome(mode, agent_run, tuple(observations))
 
 
-def _wrap(text: str, indent: str = "      ") -> str:
-    return textwrap.fill(text, width=100, initial_indent=indent, subsequent_indent=indent)
+_WIDTH = 100
 
 
-def _ledger_lines(rows: list[LedgerRow]) -> list[str]:
-    header = f"    {'check':<22} {'seam':<8} {'checked':>7} {'findings':>8} {'n/a':>4} {'unreach':>7}"
-    lines = [header]
+def wrapped(text: str, indent: str) -> str:
+    """``text`` wrapped to the demo's width, every line indented, words whole."""
+    return textwrap.fill(
+        text,
+        width=_WIDTH,
+        initial_indent=indent,
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+
+
+def seam_key() -> str:
+    """The one-line key to the seams a finding names (``@write``, ...), from the vocabulary."""
+    return "Seams: " + "; ".join(f"@{seam} {meaning}" for seam, meaning in SEAM_MEANINGS.items()) + "."
+
+
+def traces_sentence(destination: str, recording: str | None) -> str:
+    """Where the traces went, said once."""
+    if recording is not None:
+        return (
+            f"Traces: recorded to {recording}, since no OTLP endpoint is configured; read them back "
+            f"with `context-integrity report {recording}`."
+        )
+    return f"Traces: {destination}."
+
+
+def _about(finding: Finding) -> str:
+    subjects = ", ".join(s.id for s in finding.subjects[:3])
+    more = f" +{len(finding.subjects) - 3}" if len(finding.subjects) > 3 else ""
+    predicate = f" [{finding.predicate}]" if finding.predicate else ""
+    advisory = " (advisory)" if finding.advisory else ""
+    return f"{subjects}{more}{predicate}{advisory}"
+
+
+def _first_sentence(message: str) -> str:
+    end = message.find(". ")
+    return message if end < 0 else message[: end + 1]
+
+
+def finding_lines(number: int, finding: Finding, ceilings: dict[str, list[str]], *, brief: bool) -> list[str]:
+    """One finding: its head, then its message whole and wrapped, without the ceiling its check
+    quoted (kept in ``ceilings``, said once); ``brief``: the head and the first sentence, one line."""
+    message, ceiling = split_ceiling(finding.message, finding.kind, finding.seam)
+    if ceiling:
+        rows = ceilings.setdefault(ceiling, [])
+        if f"{finding.kind} @{finding.seam}" not in rows:
+            rows.append(f"{finding.kind} @{finding.seam}")
+    head = f"  {number:>2}. {finding.kind} @{finding.seam} on {_about(finding)}"
+    if brief:
+        return [f"{head}: {_first_sentence(message)}"]
+    return [head, wrapped(message, "      ")]
+
+
+def ledger_lines(rows: Sequence[LedgerRow], findings: Sequence[Finding]) -> list[str]:
+    """The ledger as the demo prints it, with a ``filed`` column: the distinct findings of each row."""
+    filed = Counter((f.kind, f.seam) for f in findings)
+    lines = [
+        f"    {'check':<22} {'seam':<8} {'checked':>7} {'findings':>8} {'filed':>5} {'n/a':>4} {'unreachable':>11}"
+    ]
     for row in rows:
         lines.append(
             f"    {row.check:<22} {row.seam:<8} {row.checked:>7} {row.findings:>8} "
-            f"{row.not_applicable:>4} {row.unreachable:>7}"
+            f"{filed[(row.check, row.seam)]:>5} {row.not_applicable:>4} {row.unreachable:>11}"
         )
     return lines
 
 
-def _finding_line(finding: Finding) -> str:
-    tool_name = finding.subjects[0].id if finding.subjects else "?"
-    return f"  - {finding.kind} @{finding.seam} on {tool_name}.{finding.predicate}"
+def counts_sentence(rows: Sequence[LedgerRow], findings: Sequence[Finding]) -> str:
+    """Why the ledger's ``findings`` column and the header's count differ, when they do."""
+    encounters = sum(row.findings for row in rows)
+    return (
+        f"The ledger counts encounters: a check meets its subject once per call or request, so its "
+        f"findings column adds up to {encounters} failed encounters (a defect seen at six requests "
+        f"fails six of them and is filed once; one call can file two). The filed column counts the "
+        f"distinct findings listed above, and adds up to the {len(findings)} in the header."
+    )
 
 
-def print_summary(outcomes: list[DemoOutcome], destination: str, out: TextIO) -> None:
-    print(f"Traces: {destination}", file=out)
-    recording = current_recording()
-    if recording is not None:
-        print(f"Read them back with: context-integrity report {recording}", file=out)
+def ceiling_lines(ceilings: dict[str, list[str]]) -> list[str]:
+    """What the checks that filed can never see: each ceiling once, with the rows that quoted it."""
+    if not ceilings:
+        return []
+    lines = ["", "What these checks can never see (each check's ceiling, left out of its findings above):"]
+    for ceiling, rows in ceilings.items():
+        lines.append(wrapped(f"{', '.join(rows)}: {ceiling}", "  "))
+    return lines
+
+
+def print_summary(outcomes: list[DemoOutcome], destination: str, out: TextIO, *, brief: bool = False) -> None:
+    intro = (
+        "Three tools reproduce column-type field failures: LUN 0 written as '', counters as quoted "
+        "strings, and an 8 MiB disk rounded to 0.0 GB. The scripted agent calls each once, and two of "
+        "them break on purpose, in each check_column_types mode asked for."
+    )
+    for sentence in (intro, seam_key(), traces_sentence(destination, current_recording())):
+        print(wrapped(sentence, ""), file=out)
+    ceilings: dict[str, list[str]] = {}
     for outcome in outcomes:
         agent_run = outcome.run
+        findings = agent_run.findings
         print(file=out)
         print(
-            f"== run in {outcome.mode!r} mode (trace {agent_run.trace_id}) — "
-            f"{len(agent_run.findings)} finding(s)",
+            f"== run in {outcome.mode!r} mode (trace {agent_run.trace_id}) — {plural(len(findings), 'finding')}",
             file=out,
         )
-        for finding in agent_run.findings:
-            print(_finding_line(finding), file=out)
-            print(_wrap(finding.message.split(COLUMN_TYPE_CEILING)[0].strip()), file=out)
+        for number, finding in enumerate(findings, start=1):
+            for line in finding_lines(number, finding, ceilings, brief=brief):
+                print(line, file=out)
         for tool_name, observed in outcome.observations:
             if isinstance(observed, str):
                 print(f"  the model read, instead of {tool_name}'s rows:", file=out)
-                print(_wrap(observed), file=out)
-        print("  ledger:", file=out)
-        for line in _ledger_lines(agent_run.ledger()):
+                print(wrapped(observed, "      "), file=out)
+        rows = agent_run.ledger()
+        print("  ledger (the column checks only: the others are not armed in this demo, so n/a):", file=out)
+        for line in ledger_lines(rows, findings):
             print(line, file=out)
+        print(wrapped(counts_sentence(rows, findings), "  "), file=out)
     print(file=out)
-    print("vm_disk_capacity passed: its 8 MiB disk reads 0.0 GB, and 0.0 is a number. The ceiling:", file=out)
-    print(_wrap(COLUMN_TYPE_CEILING, indent="  "), file=out)
+    print(
+        wrapped(
+            "vm_disk_capacity passed: its 8 MiB disk reads 0.0 GB, and 0.0 is a number. The ceiling:", ""
+        ),
+        file=out,
+    )
+    print(wrapped(COLUMN_TYPE_CEILING, "  "), file=out)
 
 
 def current_recording() -> str | None:
@@ -175,13 +261,18 @@ def current_recording() -> str | None:
     return str(inst.recording_path) if inst is not None and inst.recording_path is not None else None
 
 
-def main(out: TextIO, modes: tuple[str, ...] = ("warn", "enforce"), *, only: str | None = None) -> int:
-    """``only="column-types"``: the short column demo (warn, then enforce); else the whole family."""
+def main(
+    out: TextIO, modes: tuple[str, ...] = ("warn", "enforce"), *, only: str | None = None, brief: bool = False
+) -> int:
+    """``only="column-types"``: the short column demo (warn, then enforce); else the whole family.
+    ``brief``: one line per finding."""
     if only == ONLY_COLUMN_TYPES:
         outcomes = [run_agent(mode) for mode in modes]
         flush()
         inst = current()
-        print_summary(outcomes, inst.destination if inst is not None else "(not configured)", out)
+        print_summary(
+            outcomes, inst.destination if inst is not None else "(not configured)", out, brief=brief
+        )
         return 0
     from . import demo_family
 
@@ -195,5 +286,5 @@ def main(out: TextIO, modes: tuple[str, ...] = ("warn", "enforce"), *, only: str
     flush()
     inst = current()
     destination = inst.destination if inst is not None else "(not configured)"
-    demo_family.print_family(outcome, destination, current_recording(), out)
+    demo_family.print_family(outcome, destination, current_recording(), out, brief=brief)
     return 0

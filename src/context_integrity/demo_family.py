@@ -12,28 +12,40 @@ turn 1 -- the desktops cannot see their boot LUN:
   the wire uncomposed, the ticketing server disconnected while ``open_ticket`` is still offered,
   the disk provisioned twice with the same arguments, and a typed answer calling port fc1/3
   healthy while the tool settled it down;
-turn 2 -- "which port was that again?": an answer assembled only from turn-one values.
+turn 2 -- "which port was that again?": an answer assembled only from turn-one values (typed like
+  the first, its claim agrees with the settled fact: every ledger row is checked, none unreachable).
 """
 
 from __future__ import annotations
 
 import json
-import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
 
 from pydantic import BaseModel
 
 from .contracts.results import absent
 from .contracts.semantic import semantic
-from .demo import AGENT_NAME, host_group_mappings, port_counters, vm_disk_capacity
+from .demo import (
+    AGENT_NAME,
+    ceiling_lines,
+    counts_sentence,
+    finding_lines,
+    host_group_mappings,
+    ledger_lines,
+    port_counters,
+    seam_key,
+    traces_sentence,
+    vm_disk_capacity,
+    wrapped,
+)
 from .findings import Finding
 from .integrations.functions import declare_claims, tool
 from .integrations.wire import WireReader, install_wire_reader
-from .ledger import LedgerRow
 from .loop import Message, ModelResponse, RequestFrame, ToolCall, ToolDefinition
 from .telemetry.run.lifecycle import Run, run
+from .text import plural
 
 WWPN = "c0:50:76:0a:11:7e:00:10"
 MODEL = "scripted-model"
@@ -158,8 +170,16 @@ def _script() -> list[ModelResponse]:
                 summary="LUN 0 is missing from the mapping.",
             ).model_dump_json()
         ),
-        # turn 2: no tool, only what turn one read
-        ModelResponse(text=f"Initiator {WWPN} behind port fc1/3."),
+        # turn 2: no tool, only what turn one read; typed like the first answer, so its claim is
+        # checked too (a prose answer would leave the claims contract nothing to read: unreachable)
+        ModelResponse(
+            text=TriageAnswer(
+                host="esx-07",
+                port="fc1/3",
+                port_status="down",
+                summary=f"Initiator {WWPN} behind port fc1/3.",
+            ).model_dump_json()
+        ),
     ]
 
 
@@ -243,60 +263,53 @@ def run_family() -> FamilyOutcome:
             turns.append((QUESTION, agent_run.answer(text, output=answer)))
             history.append(Message("user", FOLLOW_UP))
             text = _turn(agent_run, history, script, client)
-            turns.append((FOLLOW_UP, agent_run.answer(text)))
+            turns.append((FOLLOW_UP, agent_run.answer(text, output=TriageAnswer.model_validate_json(text))))
     finally:
         reader.uninstall()
     return FamilyOutcome(agent_run, tuple(turns))
 
 
-def _about(finding: Finding) -> str:
-    subjects = ", ".join(s.id for s in finding.subjects[:3])
-    more = f" +{len(finding.subjects) - 3}" if len(finding.subjects) > 3 else ""
-    predicate = f" [{finding.predicate}]" if finding.predicate else ""
-    advisory = " (advisory)" if finding.advisory else ""
-    return f"{subjects}{more}{predicate}{advisory}"
+INTRO: Final = (
+    "A scripted storage-triage agent, with no network and no model key, scripted to break once per "
+    "check: each finding below is a defect its story plants on purpose, filed by the check built to "
+    "catch it."
+)
 
 
-def _first_sentence(message: str) -> str:
-    end = message.find(". ")
-    return message if end < 0 else message[: end + 1]
-
-
-def finding_line(finding: Finding) -> str:
-    return f"  - {finding.kind} @{finding.seam} on {_about(finding)}: {_first_sentence(finding.message)}"
-
-
-def ledger_lines(rows: Sequence[LedgerRow]) -> list[str]:
-    lines = [f"    {'check':<22} {'seam':<8} {'checked':>7} {'findings':>8} {'n/a':>4} {'unreach':>7}"]
-    for row in rows:
-        lines.append(
-            f"    {row.check:<22} {row.seam:<8} {row.checked:>7} {row.findings:>8} "
-            f"{row.not_applicable:>4} {row.unreachable:>7}"
-        )
-    return lines
-
-
-def print_family(outcome: FamilyOutcome, destination: str, recording: str | None, out: TextIO) -> None:
+def print_family(
+    outcome: FamilyOutcome, destination: str, recording: str | None, out: TextIO, *, brief: bool = False
+) -> None:
     agent_run = outcome.run
-    print(f"Traces: {destination}", file=out)
-    if recording is not None:
-        print(f"Read them back with: context-integrity report {recording}", file=out)
+    findings = agent_run.findings
+    print(wrapped(INTRO, ""), file=out)
+    print(wrapped(seam_key(), ""), file=out)
+    print(wrapped(traces_sentence(destination, recording), ""), file=out)
     print(file=out)
     print(
-        f"== the whole family, one run (trace {agent_run.trace_id}) — {len(agent_run.findings)} finding(s)",
+        f"== the whole family, one run (trace {agent_run.trace_id}) — {plural(len(findings), 'finding')}",
         file=out,
     )
-    for finding in agent_run.findings:
-        print(textwrap.shorten(finding_line(finding), width=220, placeholder=" …"), file=out)
-    print("  ledger:", file=out)
+    ceilings: dict[str, list[str]] = {}
+    for number, finding in enumerate(findings, start=1):
+        for line in finding_lines(number, finding, ceilings, brief=brief):
+            print(line, file=out)
+    print(file=out)
+    print("  ledger (what each check concluded at each encounter):", file=out)
     rows = agent_run.ledger()
-    for line in ledger_lines(rows):
+    for line in ledger_lines(rows, findings):
         print(line, file=out)
-    unchecked = [f"{r.check}@{r.seam}" for r in rows if r.checked == 0]
+    print(wrapped(counts_sentence(rows, findings), "  "), file=out)
+    unchecked = [f"{r.check} @{r.seam}" for r in rows if r.checked == 0]
+    unreachable = [f"{r.check} @{r.seam}" for r in rows if r.unreachable]
     if unchecked:
-        print(f"  rows never checked: {', '.join(unchecked)}", file=out)
-    else:
-        print("  every row of the family was checked at least once.", file=out)
+        print(wrapped(f"rows never checked: {', '.join(unchecked)}", "  "), file=out)
+    if unreachable:
+        print(wrapped(f"rows that could not look at something: {', '.join(unreachable)}", "  "), file=out)
+    if not unchecked and not unreachable:
+        print("  every row was checked at least once, and none was unreachable.", file=out)
+    if not brief:
+        for line in ceiling_lines(ceilings):
+            print(line, file=out)
 
 
 def turn_findings(outcome: FamilyOutcome) -> Mapping[str, list[Finding]]:

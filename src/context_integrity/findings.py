@@ -10,13 +10,22 @@ This module is a leaf: it imports nothing from the rest of the package.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal, get_args
 
 # ── Seams: where in an agent run a check stands ─────────────────────────
 Seam = Literal["write", "compose", "wire", "choice", "claim"]
 SEAMS: Final[tuple[Seam, ...]] = get_args(Seam)
+# What stands at each seam, in a reader's words (the demo's key, the docs).
+SEAM_MEANINGS: Final[Mapping[Seam, str]] = {
+    "write": "a tool's result",
+    "compose": "a request being assembled",
+    "wire": "what actually crossed to the model provider",
+    "choice": "the calls a model response makes",
+    "claim": "the final answer",
+}
+assert tuple(SEAM_MEANINGS) == SEAMS, "every seam, in order, has its meaning"
 
 # ── Kinds: plain defect names, never the algebra term ───────────────────
 Kind = Literal[

@@ -171,6 +171,11 @@ MAX_WARNED_DECLARATIONS: Final = 500
 # nothing more is said or remembered.
 MAX_WARNED_GROUNDS: Final = 256
 
+# Distinct (call site, problem) pairs of ``ci.semantic`` facts nothing can read, and LangChain agents
+# found running without our middleware, warned about once each per process: past it, silence.
+MAX_WARNED_SEMANTIC_SHAPES: Final = 64
+MAX_WARNED_UNARMED_AGENTS: Final = 64
+
 # The local recording rotates when a write would take it past this size: the file is renamed to
 # ``<name>.1`` (replacing the previous one) and a new one begins, so a recording holds at most about
 # twice this on disk. $CONTEXT_INTEGRITY_RECORDING_MAX_BYTES overrides it, down to the minimum.

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -87,6 +88,14 @@ def repr_clipped(value: object, limit: int = MAX_QUOTED_CHARS) -> str:
         return clip(repr(value), limit)
     except Exception:
         return f"<unprintable {type(value).__name__}>"
+
+
+def nearest(word: str, candidates: Iterable[str]) -> str | None:
+    """The candidate ``word`` most likely misspells (``difflib``'s closest match), or ``None``."""
+    import difflib  # only a misspelled name pays for it
+
+    close = difflib.get_close_matches(word, list(candidates), n=1)
+    return close[0] if close else None
 
 
 def plural(count: int, noun: str, plural_form: str | None = None) -> str:

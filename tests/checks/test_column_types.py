@@ -17,7 +17,8 @@ The laws under test:
 5. Python's traps. ``bool`` is not a number; NaN and the infinities are not;
    ``Decimal``/``Fraction``/numpy numbers are; ``bytes`` is not a string; an
    epoch number is not a date; 1/0 are not booleans.
-6. The ceiling. ``COLUMN_TYPE_CEILING`` is quoted verbatim in every finding:
+6. The ceiling. ``COLUMN_TYPE_CEILING`` is quoted verbatim in every
+   column-type-mismatch (never in a missing-column, where no value arrived):
    a column that holds the declared type passes even when the value is wrong
    (the 8 MiB disk rendered as 0.0).
 7. Bounded. A 5 MB cell never reaches a message or a witness.
@@ -640,12 +641,13 @@ def test_a_missing_column_finding_carries_both_witnesses() -> None:
     [([{"lun": ""}], "column-type-mismatch"), ([{"other": 1}, {"other": 2}], "missing-column")],
 )
 @pytest.mark.parametrize("mode", ["warn", "enforce"])
-def test_every_message_names_tool_column_call_ceiling_and_what_the_boundary_did(
+def test_every_message_names_tool_column_call_ceiling_where_it_applies_and_what_the_boundary_did(
     rows: list[dict[str, object]], kind: str, mode: ColumnMode
 ) -> None:
     finding = only_finding(judge(rows, {"lun": "number"}, mode=mode))
     assert finding.kind == kind
-    assert COLUMN_TYPE_CEILING in finding.message
+    # The ceiling is about the type of a value that arrived: a column that never arrived has none.
+    assert (COLUMN_TYPE_CEILING in finding.message) == (kind == "column-type-mismatch")
     assert TOOL in finding.message
     assert "'lun'" in finding.message
     assert "number" in finding.message

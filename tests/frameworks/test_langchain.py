@@ -421,7 +421,11 @@ class TestDeclarations:
         warned = [r for r in caplog.records if "not offered" in r.getMessage()]
         assert len(warned) == 1 and "'lun_mapings'" in warned[0].getMessage()
         missing, offered = warned[0].getMessage().split("(offered:")
-        assert "'lun_mappings'" not in missing and "'lun_mappings'" in offered
+        # The offered name is not listed as missing: it is suggested beside the typo.
+        assert missing.endswith(
+            "tool(s) 'lun_mapings' (did you mean 'lun_mappings'?) are not offered by LangChain agent 'agent' "
+        )
+        assert "'lun_mappings'" in offered
 
     def test_a_bad_metadata_declaration_raises_at_create_agent_naming_tool_and_field(
         self, armed: Telemetry

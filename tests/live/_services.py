@@ -240,9 +240,11 @@ def library_env(**extra: str) -> dict[str, str]:
     return {**base, "PYTHONPATH": pythonpath, **extra}
 
 
-def run_demo(env: Mapping[str, str], *, timeout_s: float = 120) -> subprocess.CompletedProcess[str]:
+def run_demo(
+    env: Mapping[str, str], *, timeout_s: float = 120, args: tuple[str, ...] = ("--only", "column-types")
+) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(
-        [sys.executable, "-m", "context_integrity.cli", "demo", "--only", "column-types"],
+        [sys.executable, "-m", "context_integrity.cli", "demo", *args],
         env=dict(env),
         capture_output=True,
         text=True,

@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from ..recording.model import Recording, RunRecord
     from ..traces import JudgedRun, SpanSource, TraceRuns
 
-COMMAND: Final = "context-integrity judge"
+NAME: Final = "judge"
+COMMAND: Final = f"context-integrity {NAME}"
 # --fail-on's word for "a finding of any kind".
 ANY: Final = "any"
 FORMATS: Final = ("text", "json")
@@ -73,7 +74,7 @@ def add_parser(commands: Any) -> None:
     from ..judge.dials import COLUMN_DIALS
 
     judge = commands.add_parser(
-        "judge",
+        NAME,
         help="judge the runs a trace file or backend holds, under a contracts file",
         description=(
             "Read agent runs from recorded traces (any instrumentation: GenAI conventions, "
@@ -117,7 +118,7 @@ def add_parser(commands: Any) -> None:
         "--phoenix", metavar="URL", help="post each finding to this Phoenix as a span annotation"
     )
     add_dial_arguments(judge, column_choices=COLUMN_DIALS, why="nothing is refused offline")
-    judge.set_defaults(run=run, parser=judge)
+    judge.set_defaults(run=run, _parser=judge)
 
 
 # ── Reading the command line ────────────────────────────────────────────

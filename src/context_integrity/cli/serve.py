@@ -17,10 +17,12 @@ DEFAULT_HTTP: Final = "127.0.0.1:4318"
 # A pipeline stage cannot enforce (the agent has its rows already): the column check is off or warn.
 COLUMN_CHOICES: Final = ("off", "warn")
 
+NAME = "serve"
+
 
 def add_parser(commands: Any) -> None:
     serve = commands.add_parser(
-        "serve",
+        NAME,
         help="judge agents' traces in flight: an OTLP stage between the Collector and the backend",
         description=(
             "Receive OTLP traces (gRPC and HTTP, protobuf and JSON), hold the spans of agent work by "
@@ -73,7 +75,7 @@ def add_parser(commands: Any) -> None:
         serve, column_choices=COLUMN_CHOICES, why="a pipeline cannot refuse rows the agent has"
     )
     serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
-    serve.set_defaults(run=run)
+    serve.set_defaults(run=run, _parser=serve)
 
 
 def _fail(message: str) -> int:

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from ..advisor.proposals import Proposals
     from ..traces import JudgedRun
 
+NAME = "suggest"
 FORMATS = ("toml", "python", "report")
 
 _EXAMPLE = """\
@@ -28,7 +29,7 @@ with. --retro judges the same runs under the proposals and shows what they would
 
 def add_parser(commands: Any) -> None:
     suggest = commands.add_parser(
-        "suggest",
+        NAME,
         help="propose declarations (result_columns, arguments_from) from recorded runs, with their evidence",
         description="Propose the cheapest declarations the recorded runs support, each with its evidence.",
         epilog=SOURCES_EPILOG + "\n" + _EXAMPLE,
@@ -46,7 +47,7 @@ def add_parser(commands: Any) -> None:
         action="store_true",
         help="also judge the same runs under the proposals and print the findings they would have filed",
     )
-    suggest.set_defaults(run=run)
+    suggest.set_defaults(run=run, _parser=suggest)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..text import repr_clipped
+from ..text import nearest, repr_clipped
 
 # Where in a declaration the refused value sits: keys and list indexes from the declaration's top,
 # e.g. ("arguments_from", 0) or ("result_columns", "comment", "nullable"). The contracts file turns
@@ -33,7 +33,5 @@ def refuse(tool_name: str, problem: str, fix: str, *, at: KeyPath = ()) -> Decla
 
 def did_you_mean(word: str, choices: Sequence[str]) -> str:
     """`` Did you mean 'x'?`` for the choice nearest a misspelled ``word``, or ``""`` when none is near."""
-    import difflib  # only a misspelling pays for it
-
-    close = difflib.get_close_matches(word, choices, n=1)
-    return f" Did you mean {close[0]!r}?" if close else ""
+    close = nearest(word, choices)
+    return f" Did you mean {close!r}?" if close is not None else ""

@@ -19,17 +19,27 @@ A tool that returns plain rows (one this application never wrapped, read back fr
 settles facts the same way once its contract says how to read them: ``settles={"entity":
 "port", "facts": ["status"]}`` makes every row's ``port`` the entity and its ``status`` one
 settled fact (:class:`SettledFields`, read by :func:`declared_fact_rows`).
+
+Because a claim on a fact nothing settled reads ``unreachable`` far from here, ``semantic()`` says
+so where the facts are made: one warning per call site and problem (the function and line that
+called it, what is wrong, the shape wanted), bounded by :data:`~context_integrity.limits.MAX_WARNED_SEMANTIC_SHAPES`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import logging
+import sys
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from itertools import islice
 from typing import Final
 
+from .._memo import ToldOnce
+from ..limits import MAX_QUOTED_CHARS, MAX_WARNED_SEMANTIC_SHAPES
 from .errors import did_you_mean, refuse
 from .results import ResultReading
+
+logger = logging.getLogger("context_integrity")
 
 FACTS: Final = "facts"
 SERIES: Final = "series"
@@ -65,15 +75,109 @@ def semantic(
     series: Iterable[Mapping[str, object]] = (),
     provenance: Mapping[str, object] | None = None,
 ) -> SemanticEnvelope:
-    """Return this from a tool to settle typed facts. Never raises."""
+    """Return this from a tool to settle typed facts. Never raises.
+
+    ``facts``: a list of rows ``{"entity": <id>, <field>: <value>, ...}``; ``series``: a list of
+    points ``{"entity": <id>, "metric": <field>, "value": <v>, "t": <when>}``. Anything else is
+    carried as written, settles nothing, and is said once per call site in a warning.
+    """
     envelope = SemanticEnvelope()
-    envelope[FACTS] = [dict(row) if isinstance(row, Mapping) else row for row in _rows(facts)]
+    rows = _rows(facts)
+    envelope[FACTS] = [dict(row) if isinstance(row, Mapping) else row for row in rows]
     points = _rows(series)
     if points:
         envelope[SERIES] = [dict(p) if isinstance(p, Mapping) else p for p in points]
     if isinstance(provenance, Mapping) and provenance:
         envelope[PROVENANCE] = dict(provenance)
+    try:
+        problem = _unreadable(FACTS, facts, rows, _fact_problem) or _unreadable(
+            SERIES, series, points, _point_problem
+        )
+        if problem is not None:
+            _tell_unreadable(sys._getframe(1), *problem)
+    except Exception:  # saying so must never reach the tool
+        pass
     return envelope
+
+
+# ── saying where the facts are made, when nothing can read them ─────────
+
+_TOLD_SHAPES: Final[ToldOnce[tuple[str, int, str]]] = ToldOnce(MAX_WARNED_SEMANTIC_SHAPES)
+_SHAPE: Final = (
+    "each fact row is {'entity': <id>, <field>: <value>, ...} and each series point "
+    "{'entity': <id>, 'metric': <field>, 'value': <v>, 't': <when>}"
+)
+
+
+def _q(value: object) -> str:
+    return repr(value)[:MAX_QUOTED_CHARS]
+
+
+def _keys(row: Mapping[str, object]) -> str:
+    return ", ".join(_q(key) for key in islice(row, 6)) or "none"
+
+
+def _entity_problem(where: str, row: Mapping[str, object]) -> str | None:
+    if ENTITY not in row:
+        return f"{where} has no 'entity' (its keys: {_keys(row)})"
+    if _entity(row) is None:
+        entity = row[ENTITY]
+        return f"{where}'s 'entity' is {type(entity).__name__} {_q(entity)}, not a non-blank string"
+    return None
+
+
+def _fact_problem(where: str, row: Mapping[str, object]) -> str | None:
+    problem = _entity_problem(where, row)
+    if problem is None and not any(key != ENTITY and isinstance(key, str) and key for key in row):
+        problem = f"{where} (entity {_q(row[ENTITY])}) has no field besides 'entity'"
+    return problem
+
+
+def _point_problem(where: str, point: Mapping[str, object]) -> str | None:
+    problem = _entity_problem(where, point)
+    metric = point.get(METRIC)
+    if problem is None and not (isinstance(metric, str) and metric.strip()):
+        problem = f"{where} has no 'metric' naming the field it measures (its keys: {_keys(point)})"
+    if problem is None and VALUE not in point:
+        problem = f"{where} has no 'value' (its keys: {_keys(point)})"
+    return problem
+
+
+def _unreadable(
+    name: str,
+    given: object,
+    rows: list[object],
+    problem_of: Callable[[str, Mapping[str, object]], str | None],
+) -> tuple[str, str] | None:
+    """The first thing in ``given`` (the ``facts`` or ``series`` argument) that settles nothing, as
+    (what kind of problem, the sentence), or ``None``."""
+    if given is not None and (isinstance(given, (str, bytes, Mapping)) or not isinstance(given, Iterable)):
+        return name, f"{name} is a {type(given).__name__}, not a list of rows ({name}=[{{...}}, ...])"
+    for index, row in enumerate(rows):
+        where = f"{name}[{index}]"
+        if not isinstance(row, Mapping):
+            return f"{name}-row", f"{where} is a {type(row).__name__}, not a mapping"
+        found = problem_of(where, row)
+        if found is not None:
+            return f"{name}-row", found
+    return None
+
+
+def _tell_unreadable(caller: object, kind: str, problem: str) -> None:
+    code = getattr(caller, "f_code", None)
+    filename = str(getattr(code, "co_filename", "?"))
+    line = int(getattr(caller, "f_lineno", 0))
+    if not _TOLD_SHAPES.first((filename, line, kind)):
+        return
+    logger.warning(
+        "context_integrity: ci.semantic() called in %s (%s:%d): %s, so it settles nothing and a claim "
+        "on it reads unreachable; %s.",
+        getattr(code, "co_name", "?"),
+        filename,
+        line,
+        problem,
+        _SHAPE,
+    )
 
 
 @dataclass(frozen=True, slots=True)

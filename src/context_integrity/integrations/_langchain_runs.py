@@ -10,6 +10,7 @@ graph gets no node and no state of ours. Only imported by :mod:`.langchain`.
 from __future__ import annotations
 
 import contextvars
+import logging
 import sys
 import threading
 from collections import OrderedDict
@@ -19,18 +20,42 @@ from typing import Any, Final
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.tracers import context as lc_tracer_context
 
+from .._memo import ToldOnce
 from ..ledger import CheckerDeadError
-from ..limits import MAX_OPEN_HOST_RUNS
+from ..limits import MAX_OPEN_HOST_RUNS, MAX_QUOTED_CHARS, MAX_WARNED_UNARMED_AGENTS
 from ..telemetry.emit import record_internal_error
 from ..telemetry.run.context import current_run
 from ..telemetry.run.lifecycle import Run
 from . import _langchain_frames as frames
 from ._langchain_frames import declare_tools
 
+logger = logging.getLogger("context_integrity")
+
 MIDDLEWARE_NAME: Final = "context_integrity"
 # The nodes of ``create_agent``'s graph our hooks run inside: each one's run is a child of the
 # agent's root run (a subgraph's, when the agent is a node of a larger graph).
 _AGENT_NODES: Final = frozenset({"model", "tools"})
+_MODEL_NODE: Final = "model"
+# What ``create_agent`` writes into its agent's run metadata, and the key naming the agent: a model
+# node carrying it is one of a create_agent agent, whose every invocation our middleware must see.
+_CREATE_AGENT_METADATA: Final = ("ls_integration", "langchain_create_agent")
+_AGENT_NAME_METADATA: Final = "lc_agent_name"
+
+_TOLD_UNARMED: Final[ToldOnce[str]] = ToldOnce(MAX_WARNED_UNARMED_AGENTS)
+
+
+def _tell_unarmed(agent_name: str) -> None:
+    """Say once per agent name that a create_agent agent ran without our middleware."""
+    if not _TOLD_UNARMED.first(agent_name):
+        return
+    logger.warning(
+        "context_integrity: LangChain agent %r ran without context-integrity's middleware, so nothing in "
+        "it is judged: it was created before ci.setup() armed create_agent (LangChain reads an agent's "
+        "middleware once, when it builds it). Call ci.setup() before create_agent(...), or pass "
+        "middleware=[ContextIntegrityMiddleware()] to it (from context_integrity.integrations.langchain).",
+        agent_name[:MAX_QUOTED_CHARS],
+    )
+
 
 # The agent a tool of ours is running in: an agent invoked inside that tool is its own run.
 enclosing: contextvars.ContextVar[AgentRun | None] = contextvars.ContextVar(
@@ -130,6 +155,9 @@ class RunEnds(BaseCallbackHandler):
         self._lock = threading.Lock()
         self._roots: OrderedDict[Any, Any] = OrderedDict()  # a running node's run -> its root run
         self._watched: dict[Any, AgentRun] = {}
+        # The root runs of create_agent agents whose model node ran, by agent name: one whose root
+        # ends without ever being watched ran without our middleware (built before setup()).
+        self._agents: OrderedDict[Any, str] = OrderedDict()
 
     @property
     def ignore_llm(self) -> bool:
@@ -159,12 +187,22 @@ class RunEnds(BaseCallbackHandler):
         self, serialized: Any, inputs: Any, *, run_id: Any, parent_run_id: Any = None, **kwargs: Any
     ) -> None:
         try:
-            if parent_run_id is None or kwargs.get("name") not in _AGENT_NODES:
+            name = kwargs.get("name")
+            if parent_run_id is None or name not in _AGENT_NODES:
                 return
             with self._lock:
                 self._roots[run_id] = parent_run_id
                 while len(self._roots) > MAX_OPEN_HOST_RUNS:
                     self._roots.popitem(last=False)
+            if name == _MODEL_NODE and parent_run_id not in self._agents:
+                metadata = kwargs.get("metadata") or {}
+                key, value = _CREATE_AGENT_METADATA
+                if metadata.get(key) == value:
+                    agent = metadata.get(_AGENT_NAME_METADATA)
+                    with self._lock:
+                        self._agents[parent_run_id] = agent if isinstance(agent, str) and agent else "agent"
+                        while len(self._agents) > MAX_OPEN_HOST_RUNS:
+                            self._agents.popitem(last=False)
         except Exception as ours:
             record_internal_error(None, "following a LangChain run", ours)
 
@@ -183,6 +221,11 @@ class RunEnds(BaseCallbackHandler):
             with self._lock:
                 self._roots.pop(run_id, None)
             return
+        if run_id in self._agents:
+            with self._lock:
+                agent = self._agents.pop(run_id, None)
+            if agent is not None and run_id not in self._watched:
+                _tell_unarmed(agent)
         if run_id not in self._watched:
             return
         with self._lock:

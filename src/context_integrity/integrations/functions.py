@@ -23,7 +23,7 @@ from ..contracts.claims import ClaimsContract, define_claims
 from ..limits import MAX_ATTRIBUTE_CHARS, MAX_WARNED_DECLARATIONS
 from ..telemetry.run.tool_call import ToolScope, unopened_call
 from ..telemetry.setup import CONTRACTS
-from ..text import clip
+from ..text import clip, nearest
 
 logger = logging.getLogger("context_integrity")
 
@@ -173,8 +173,6 @@ def _arguments_of(
 def _refuse_unknown(where: str, tool_name: object, unknown: Mapping[str, object]) -> None:
     if not unknown:
         return
-    import difflib  # only for a misspelled keyword: kept off the import path
-
     # The keywords are read off the signature, so the message never lags behind a new field.
     takes = [
         p.name
@@ -182,8 +180,8 @@ def _refuse_unknown(where: str, tool_name: object, unknown: Mapping[str, object]
         if p.kind is inspect.Parameter.KEYWORD_ONLY
     ]
     word = next(iter(unknown))
-    close = difflib.get_close_matches(word, takes, n=1)
-    hint = f" Did you mean {close[0]!r}?" if close else ""
+    close = nearest(word, takes)
+    hint = f" Did you mean {close!r}?" if close else ""
     raise DeclarationError(
         f"Tool {tool_name!r}: {where} got an unknown keyword {word!r}.{hint} It takes: {', '.join(takes)}."
     )
@@ -249,11 +247,17 @@ def warn_unoffered(
     seen = frozenset(offered)
     missing = sorted(CONTRACTS.names() - seen - superseded - _WRAPPED_NAMES)
     if missing:
+        # A near match among the offered names is most likely the tool meant: said beside the name.
+        offered_names = sorted(seen)
+        named = [
+            f"{name!r} (did you mean {close!r}?)" if (close := nearest(name, offered_names)) else repr(name)
+            for name in missing
+        ]
         logger.warning(
             "context_integrity: declared tool(s) %s are not offered by %s agent %r (offered: %s), so "
             "nothing is judged for them in this run; a declaration is matched by the tool name the "
             "model sees: %s",
-            clip(", ".join(map(repr, missing)), MAX_ATTRIBUTE_CHARS),
+            clip(", ".join(named), MAX_ATTRIBUTE_CHARS),
             host,
             agent_name,
             clip(", ".join(map(repr, sorted(seen))) or "none", MAX_ATTRIBUTE_CHARS),
@@ -358,10 +362,15 @@ def tool(
             f"ci.tool() decorates a function, and got {type(fn).__name__} {fn!r:.80}. "
             "Write @ci.tool above a def, or @ci.tool(result_columns=..., arguments_from=...)."
         )
-    _refuse_unknown("ci.tool()", name, unknown)
+    if fn is not None or name is not None:
+        _refuse_unknown(
+            "ci.tool()", name or _framework_tool_name(fn) or getattr(fn, "__name__", None), unknown
+        )
 
     def decorate(target: Callable[P, R]) -> Callable[P, R]:
         framework_name = _framework_tool_name(target)
+        # A misspelled keyword, refused naming the function it decorates (known only here).
+        _refuse_unknown("ci.tool()", name or framework_name or getattr(target, "__name__", None), unknown)
         if framework_name is not None:
             # Above the framework's decorator: the framework's name is the one the model calls.
             declare_tool(

@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Final, Literal, get_args
 
+from ..text import nearest
+
 ColumnDial = Literal["off", "warn", "enforce"]
 COLUMN_DIALS: Final[tuple[ColumnDial, ...]] = get_args(ColumnDial)
 ENFORCE: Final = "enforce"
@@ -218,8 +220,6 @@ def dials_doc() -> str:
 
 
 def unknown_option(name: str, known: tuple[str, ...]) -> SetupError:
-    import difflib  # only a misspelled option pays for it
-
-    close = difflib.get_close_matches(name, known, n=1)
-    hint = f" Did you mean {close[0]!r}?" if close else ""
+    close = nearest(name, known)
+    hint = f" Did you mean {close!r}?" if close else ""
     return SetupError(f"setup() got an unknown option {name!r}.{hint} The options are: {', '.join(known)}.")

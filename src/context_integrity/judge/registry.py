@@ -18,15 +18,41 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from ..checks.column_types import ColumnMode, column_types_canary, column_types_of
-from ..checks.compose_invariant import compose_invariant_canary, suspended_still_offered_of
-from ..checks.dangling_reference import dangling_reference_canary, dangling_references_of
-from ..checks.duplicate_execution import OnceCall, duplicate_execution_canary, duplicate_executions_of
-from ..checks.empty_lookup import empty_lookup_canary, empty_lookup_of
-from ..checks.prior_turn_evidence import prior_turn_evidence_canary, prior_turn_evidence_of_answer
-from ..checks.unsupported_argument import ArmedCall, unsupported_argument_canary, unsupported_arguments_of
-from ..checks.unsupported_claim import unsupported_claim_canary, unsupported_claims_of
-from ..checks.wire_invariant import wire_invariant_canary, wire_violations_of
+from ..checks.column_types import COLUMN_TYPE_CEILING, ColumnMode, column_types_canary, column_types_of
+from ..checks.compose_invariant import (
+    COMPOSE_INVARIANT_CEILING,
+    compose_invariant_canary,
+    suspended_still_offered_of,
+)
+from ..checks.dangling_reference import (
+    DANGLING_REFERENCE_CEILING,
+    dangling_reference_canary,
+    dangling_references_of,
+)
+from ..checks.duplicate_execution import (
+    DUPLICATE_EXECUTION_CEILING,
+    OnceCall,
+    duplicate_execution_canary,
+    duplicate_executions_of,
+)
+from ..checks.empty_lookup import EMPTY_LOOKUP_CEILING, empty_lookup_canary, empty_lookup_of
+from ..checks.prior_turn_evidence import (
+    PRIOR_TURN_EVIDENCE_CEILING,
+    prior_turn_evidence_canary,
+    prior_turn_evidence_of_answer,
+)
+from ..checks.unsupported_argument import (
+    UNSUPPORTED_ARGUMENT_CEILING,
+    ArmedCall,
+    unsupported_argument_canary,
+    unsupported_arguments_of,
+)
+from ..checks.unsupported_claim import (
+    UNSUPPORTED_CLAIM_CEILING,
+    unsupported_claim_canary,
+    unsupported_claims_of,
+)
+from ..checks.wire_invariant import WIRE_INVARIANT_CEILING, wire_invariant_canary, wire_violations_of
 from ..contracts import ToolContract
 from ..contracts.columns import is_model_class
 from ..findings import NOT_APPLICABLE, UNREACHABLE, Encounter, Kind, Seam
@@ -88,6 +114,9 @@ class RegisteredCheck:
     # Its verdict on a result needs nothing but the result and the tool's contract, no run's memory:
     # an MCP server can judge it for its clients, and a client takes the server's word for it.
     judged_alone: bool = False
+    # What the check can never see (its exported ceiling constant): quoted into its findings where
+    # it applies, said once per kind by the text report and the demo.
+    ceiling: str = ""
 
     def __post_init__(self) -> None:
         seams = {row.seam for row in self.rows}
@@ -296,6 +325,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         # unreachable, never silent.
         armed=_wire_reader,
         wire=_wire_invariant_at_wire,
+        ceiling=WIRE_INVARIANT_CEILING,
         canary=wire_invariant_canary,
     ),
     RegisteredCheck(
@@ -305,6 +335,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         # Armed by the run's first ``run.suspend``: before it, nothing is suspended anywhere.
         arms_on="suspend",
         compose=_compose_invariant_at_compose,
+        ceiling=COMPOSE_INVARIANT_CEILING,
         canary=compose_invariant_canary,
     ),
     RegisteredCheck(
@@ -314,6 +345,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         declared_by="arguments_from",
         armed=_grounding,
         compose=_dangling_at_compose,
+        ceiling=DANGLING_REFERENCE_CEILING,
         keeps_grounds=True,
         canary=dangling_reference_canary,
     ),
@@ -324,6 +356,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         declared_by="arguments_from",
         armed=_grounding,
         choice=_unsupported_at_choice,
+        ceiling=UNSUPPORTED_ARGUMENT_CEILING,
         keeps_grounds=True,
         canary=unsupported_argument_canary,
     ),
@@ -334,6 +367,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         rows=(CheckId("unsupported-claim", "claim"),),
         armed=_claims,
         claim=_unsupported_claim_at_claim,
+        ceiling=UNSUPPORTED_CLAIM_CEILING,
         canary=unsupported_claim_canary,
     ),
     RegisteredCheck(
@@ -343,6 +377,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         declared_by="arguments_from",
         armed=_empty_lookups,
         write=_empty_lookup_at_write,
+        ceiling=EMPTY_LOOKUP_CEILING,
         keeps_grounds=True,
         canary=empty_lookup_canary,
     ),
@@ -353,6 +388,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         declared_by="result_columns",
         armed=_column_types,
         write=_column_types_at_write,
+        ceiling=COLUMN_TYPE_CEILING,
         canary=column_types_canary,
         enforced=_columns_enforced,
         judged_alone=True,
@@ -363,6 +399,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         rows=(CheckId("prior-turn-evidence", "claim"),),
         armed=_prior_turn,
         claim=_prior_turn_at_claim,
+        ceiling=PRIOR_TURN_EVIDENCE_CEILING,
         canary=prior_turn_evidence_canary,
     ),
     RegisteredCheck(
@@ -372,6 +409,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         rows=(CheckId("duplicate-execution", "choice"),),
         armed=_once_per_run,
         choice=_duplicate_at_choice,
+        ceiling=DUPLICATE_EXECUTION_CEILING,
         canary=duplicate_execution_canary,
     ),
 )
@@ -413,6 +451,13 @@ class Registry:
             if entry.built and any(row.check == kind for row in entry.rows):
                 return entry.rule_version
         return None
+
+    def ceiling_of(self, kind: str | None, seam: str | None) -> str:
+        """The ceiling of the registered check whose row is ``kind @seam`` (``""``: none registered)."""
+        for entry in self._entries:
+            if any(row.check == kind and row.seam == seam for row in entry.rows):
+                return entry.ceiling
+        return ""
 
     def filable_kinds(self) -> tuple[Kind, ...]:
         """The kinds some built check can file, in ledger order: the only kinds worth asking about."""

@@ -155,7 +155,9 @@ class Assembler:
                 self._problem(
                     summary.line,
                     f"a {names.DISPOSITION_SPAN} span ({summary.span_id}) has no run span above it "
-                    "in the recording; its ledger is not reported",
+                    "in the recording; its ledger is not reported. The run span went to another "
+                    "TracerProvider: most often one built after ci.setup() (logfire.configure() called "
+                    "after it); call ci.setup() after the application configures OpenTelemetry",
                 )
             else:
                 waiting.append(summary)

@@ -183,7 +183,10 @@ def read_span(number: int, span: dict[str, object], problem: Problem, *, details
             f"event(s) at the SDK's per-span event limit; findings among them are missing from this "
             f"report (its {names.FINDINGS_COUNT} attribute still counts them)"
         )
-    if not (is_run or is_tool or findings or errors or grounds):
+    # A model call that carried nothing is still a row of the HTML report's waterfall (read with
+    # details); the plain report never shows it, so its stream does not keep it.
+    is_model_call = details and operation in names.MODEL_CALL_OPERATIONS
+    if not (is_run or is_tool or is_model_call or findings or errors or grounds):
         return Place(trace_id, span_id, parent_id)  # only its place in the tree matters
 
     status = get("status")

@@ -1,5 +1,9 @@
 """The text report of a recording: per run its findings and ledger, then the
-calls outside any run, the findings counter, the problems and a summary line.
+calls outside any run, the findings counter, the problems, what the checks that filed
+can never see, and a summary line.
+
+A check quotes its ceiling (what it can never see) into every finding it files; the report
+prints each finding without it and says each ceiling once, after the runs (:func:`split_ceiling`).
 
 :func:`write_report` writes it as it reads: each run is written as soon as the
 reader hands it out and then let go, so a report of a recording of any size
@@ -14,9 +18,10 @@ import io
 import operator
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final, Protocol, TextIO
 
+from ..judge.registry import REGISTRY
 from ..ledger import ROW_FIELDS
 from ..recording.model import FindingRecord, Recording, RunRecord, ToolCallRecord
 from ..recording.reader import RecordingStream
@@ -101,11 +106,44 @@ def _wrapped(text: str, indent: str) -> tuple[str, ...]:
     return tuple(lines)
 
 
-def _wrap(text: str, indent: str) -> tuple[str, ...]:
-    return _wrapped(text, indent)
+# The ceiling of each (kind, seam) asked about, for the registry's entries as they were when asked.
+_ceilings: dict[tuple[str | None, str | None], str] = {}
+_ceilings_of: list[object] = [None]
 
 
-def _finding_lines(number: int, finding: FindingRecord, indent: str, *, verbose: bool) -> list[str]:
+def _ceiling(kind: str | None, seam: str | None) -> str:
+    entries = REGISTRY.entries
+    if _ceilings_of[0] is not entries:  # a check registered or unregistered since
+        _ceilings.clear()
+        _ceilings_of[0] = entries
+    key = (kind, seam)
+    found = _ceilings.get(key)
+    if found is None:
+        found = REGISTRY.ceiling_of(kind, seam)
+        if len(_ceilings) < _MAX_WRAPPED:  # kinds a recording names are few; a hostile one is not kept
+            _ceilings[key] = found
+    return found
+
+
+def split_ceiling(message: str, kind: str | None, seam: str | None) -> tuple[str, str]:
+    """``message`` without the ceiling its check quoted into it, and that ceiling (``""``: none quoted)."""
+    ceiling = _ceiling(kind, seam)
+    at = message.find(ceiling) if ceiling else -1
+    if at < 0:
+        return message, ""
+    before, after = message[:at].rstrip(" "), message[at + len(ceiling) :].lstrip(" ")
+    return (f"{before} {after}" if before and after else before or after), ceiling
+
+
+def _finding_lines(
+    number: int, finding: FindingRecord, indent: str, *, verbose: bool, ceilings: dict[str, list[str]]
+) -> list[str]:
+    message, ceiling = split_ceiling(finding.message or "", finding.kind, finding.seam)
+    if ceiling:
+        quoted_by = ceilings.setdefault(ceiling, [])
+        row = f"{finding.kind} @{finding.seam}"
+        if row not in quoted_by:
+            quoted_by.append(row)
     head = f"{indent}{number}. {finding.kind or '?'} @{finding.seam or '?'}"
     if finding.advisory:
         head += " (advisory)"
@@ -114,7 +152,7 @@ def _finding_lines(number: int, finding: FindingRecord, indent: str, *, verbose:
     if finding.call_id:
         head += f", call {finding.call_id}"
     body = indent + "   "
-    lines = [head, *_wrap(finding.message or "(no message recorded)", body)]
+    lines = [head, *_wrapped(message or "(no message recorded)", body)]
     if verbose:
         lines.append(f"{body}on span: {finding.span_name} ({finding.span_id})")
         if finding.subjects:
@@ -127,7 +165,7 @@ def _finding_lines(number: int, finding: FindingRecord, indent: str, *, verbose:
             lines.append(f"{body}identity: {finding.identity}")
         for index, witness in enumerate(finding.witnesses):
             rendered = "; ".join(f"{key}={witness[key]}" for key in names.WITNESS_FIELDS if key in witness)
-            lines.extend(_wrap(f"witness {index}: {rendered or '(empty)'}", body))
+            lines.extend(_wrapped(f"witness {index}: {rendered or '(empty)'}", body))
     return lines
 
 
@@ -229,10 +267,10 @@ def _call_extras(call: ToolCallRecord, indent: str) -> list[str]:
     lines: list[str] = []
     for ground in call.external_grounds:
         rendered = ", ".join(f"{key} {value}" for key, value in ground.items())
-        lines.extend(_wrap(f"excused by an external ground: {rendered or '(no details)'}", indent))
+        lines.extend(_wrapped(f"excused by an external ground: {rendered or '(no details)'}", indent))
     for error in call.internal_errors:
         rendered = ", ".join(f"{key} {value}" for key, value in error.items())
-        lines.extend(_wrap(f"context-integrity shielded an internal error: {rendered}", indent))
+        lines.extend(_wrapped(f"context-integrity shielded an internal error: {rendered}", indent))
     return lines
 
 
@@ -241,6 +279,8 @@ class _Tally:
     runs: int = 0
     findings: int = 0
     never_ran: int = 0
+    # Each ceiling a printed finding quoted (and left out of its message), with the rows that quoted it.
+    ceilings: dict[str, list[str]] = field(default_factory=dict)
 
 
 def _run_lines(index: int, run: RunRecord, *, verbose: bool, tally: _Tally) -> list[str]:
@@ -253,21 +293,21 @@ def _run_lines(index: int, run: RunRecord, *, verbose: bool, tally: _Tally) -> l
         f"{plural(len(run.tool_calls), 'tool call')}"
     )
     if run.status_message:
-        out.extend(_wrap(f"status message: {run.status_message}", "  "))
+        out.extend(_wrapped(f"status message: {run.status_message}", "  "))
     if run.findings:
         out.append(f"  findings ({len(run.findings)}):")
         for number, finding in enumerate(run.findings, start=1):
-            out.extend(_finding_lines(number, finding, "    ", verbose=verbose))
+            out.extend(_finding_lines(number, finding, "    ", verbose=verbose, ceilings=tally.ceilings))
     else:
         out.append("  findings: none")
     if run.notes:  # a run judged from a trace: what reading it assumed
         out.append("  notes:")
         for note in run.notes:
-            out.extend(_wrap(f"- {note}", "    "))
+            out.extend(_wrapped(f"- {note}", "    "))
     if run.unreachable:
         out.append(f"  could not be judged ({len(run.unreachable)}):")
         for reason in run.unreachable:
-            out.extend(_wrap(f"- {reason}", "    "))
+            out.extend(_wrapped(f"- {reason}", "    "))
     for call in (*run.tool_calls, *run.other_calls):
         if call.external_grounds or call.internal_errors:
             out.append(f"  {_call_header(call)}:")
@@ -276,7 +316,7 @@ def _run_lines(index: int, run: RunRecord, *, verbose: bool, tally: _Tally) -> l
         from_calls = {id(e) for call in (*run.tool_calls, *run.other_calls) for e in call.internal_errors}
         for error in [e for e in run.internal_errors if id(e) not in from_calls]:
             rendered = ", ".join(f"{key} {value}" for key, value in error.items())
-            out.extend(_wrap(f"context-integrity shielded an internal error: {rendered}", "  "))
+            out.extend(_wrapped(f"context-integrity shielded an internal error: {rendered}", "  "))
     never_ran = run.never_ran()
     out.extend(_ledger_lines(run, "  ", never_ran))
     out.append("")
@@ -294,7 +334,7 @@ def _rest_lines(recording: Recording, *, verbose: bool, tally: _Tally) -> list[s
         for call in recording.loose_calls:
             out.append(f"  {_call_header(call)}, trace {call.trace_id}")
             for number, finding in enumerate(call.findings, start=1):
-                out.extend(_finding_lines(number, finding, "    ", verbose=verbose))
+                out.extend(_finding_lines(number, finding, "    ", verbose=verbose, ceilings=tally.ceilings))
             out.extend(_call_extras(call, "    "))
         out.append("")
 
@@ -310,14 +350,22 @@ def _rest_lines(recording: Recording, *, verbose: bool, tally: _Tally) -> list[s
             f"dropped: {plural(recording.dropped_spans, 'span')} could not be kept in the recording "
             "(its writer fell behind); the runs of these traces are incomplete:"
         )
-        out.extend(_wrap(", ".join(traces) if traces else "(traces not recorded)", "  "))
+        out.extend(_wrapped(", ".join(traces) if traces else "(traces not recorded)", "  "))
+        out.append("")
+
+    if tally.ceilings:
+        out.append(
+            "what the checks that filed can never see (each ceiling once; the findings above leave it out):"
+        )
+        for ceiling, rows in tally.ceilings.items():
+            out.extend(_wrapped(f"{', '.join(rows)}: {ceiling}", "  "))
         out.append("")
 
     problems = len(recording.problems) + recording.unlisted_problems
     if problems:
         out.append(f"problems ({problems}):")
         for problem in recording.problems:
-            out.extend(_wrap(problem, "  "))
+            out.extend(_wrapped(problem, "  "))
         if recording.unlisted_problems:
             out.append(f"  ... and {recording.unlisted_problems} more, not listed")
         out.append("")

@@ -65,6 +65,11 @@ class Instrumentation:
     processor: DispositionSpanProcessor | None = None
     phoenix: PhoenixAnnotationProcessor | None = None
     recording_path: Path | None = None
+    # Whether the traces themselves go to the local recording (not only metrics or log events).
+    traces_recorded: bool = False
+    # The resource of the SDK TracerProvider our span processor sits on: a host span carrying another
+    # was made by a provider setup() never joined (see telemetry.run.lifecycle).
+    trace_resource: Any | None = None
     capture_content: bool = False
     event_logger: Any | None = None
     # Which records the event logger writes per finding: our own ``context_integrity.finding``

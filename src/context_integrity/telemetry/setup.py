@@ -21,7 +21,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ..judge import Dials, SetupError
 from ..judge.dials import dial_parameters, dial_specs, dials_doc, unknown_option
@@ -48,17 +48,30 @@ _lock = threading.Lock()
 _state: Instrumentation | None = None
 _said_where = False
 
+# Set on the log record that says where traces go, so a program that says it in its own words
+# (the demo) can leave the record out with :func:`not_where_traces_go`.
+WHERE_RECORD: Final = "context_integrity_where"
+
+
+def not_where_traces_go(record: logging.LogRecord) -> bool:
+    """A logging filter passing every record but the one that says where traces go."""
+    return not getattr(record, WHERE_RECORD, False)
+
 
 def current() -> Instrumentation | None:
     """The instrumentation ``setup()`` configured, or ``None`` before it is called."""
     return _state
 
 
-def _say_where(destination: str) -> None:
+def _say_where(state: Instrumentation) -> None:
+    """Where traces go: a warning, once per process, when they fall back to the local recording (no
+    endpoint configured: the one case a user may not expect); information otherwise."""
     global _said_where
-    if not _said_where:
+    if state.traces_recorded and not _said_where:
         _said_where = True
-        logger.warning("context_integrity: %s", destination)
+        logger.warning("context_integrity: %s", state.destination, extra={WHERE_RECORD: True})
+    else:
+        logger.info("context_integrity: %s", state.destination, extra={WHERE_RECORD: True})
 
 
 def setup(
@@ -170,10 +183,7 @@ def setup(
         _state = state = built
         _arm_exit_shutdown()
         arm_integrations(frameworks, auto=auto)
-    if state.recording_path is not None:
-        _say_where(state.destination)
-    else:
-        logger.info("context_integrity: %s", state.destination)
+    _say_where(state)
     return state
 
 

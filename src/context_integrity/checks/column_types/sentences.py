@@ -1,7 +1,8 @@
 """The sentences of the column check: what a finding says, what a refusal says, the witnesses.
 
-:data:`COLUMN_TYPE_CEILING` is the one owner of what the check can never see; every finding
-quotes it verbatim.
+:data:`COLUMN_TYPE_CEILING` is the one owner of what the check can never see; every
+column-type-mismatch finding quotes it verbatim. A missing-column finding does not: no value arrived,
+so what the check can see of a value's type never came into it.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ COLUMN_TYPE_CEILING: Final[str] = (
     "number holds a string, but not that the value ought to have been 0 or that a 0.0 ought to "
     "have been 8, so a column in which every value has the declared type passes and may still be wrong."
 )
-"""What the column check can never know. One owner; quoted verbatim into every finding."""
+"""What the column check can never know. One owner; quoted verbatim into every column-type-mismatch."""
 
 ColumnMode = Literal["warn", "enforce"]
 """``warn``: file findings, hand the rows over untouched. ``enforce``: also refuse the result."""
@@ -114,7 +115,7 @@ def missing_message(
     return Text(
         f"Tool {tool_name!r} declares column {column.name!r} ({column.type}), but {where}{nullable_note}. "
         "No value was delivered to be mistyped, so the cause is in what fetches the rows rather than "
-        f"in what formats them. {COLUMN_TYPE_CEILING} Call id {call_id}. {_outcome(mode)}"
+        f"in what formats them. Call id {call_id}. {_outcome(mode)}"
     )
 
 

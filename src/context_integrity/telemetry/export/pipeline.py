@@ -12,7 +12,8 @@ Where traces go, in order of precedence:
    console or nothing when ``OTEL_TRACES_EXPORTER`` says so, and otherwise a local
    OTLP-JSON-lines recording that ``context-integrity report`` reads back.
 
-Metrics and (opt-in) log events follow the same rule (:mod:`.exporters` builds each exporter).
+Metrics and (opt-in) log events follow the same rule, a proxy seen through the same way, so next to
+Logfire nothing is overridden (:mod:`.exporters` builds each exporter).
 
 On a provider the application owns, every processor we add goes on as a
 :class:`~.bounded.GuestSpanProcessor` (bounded, and inert after ``ci.shutdown()``). A global provider
@@ -27,7 +28,7 @@ import logging
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from opentelemetry import metrics, trace
 from opentelemetry.sdk.resources import Resource
@@ -61,6 +62,8 @@ from .exporters import (
 
 logger = logging.getLogger("context_integrity")
 
+T = TypeVar("T")
+
 
 def sdk_provider_of(provider: object) -> SdkTracerProvider | None:
     """The OpenTelemetry SDK provider ``provider`` is or stands in front of, else ``None``.
@@ -69,10 +72,16 @@ def sdk_provider_of(provider: object) -> SdkTracerProvider | None:
     OpenInference's ``TracerProvider`` is an SDK subclass. Either way the pipeline is joined, never
     replaced by a second one that would split the trace.
     """
-    if isinstance(provider, SdkTracerProvider):
+    return installed_sdk_provider(provider, SdkTracerProvider)
+
+
+def installed_sdk_provider(provider: object, sdk_class: type[T]) -> T | None:
+    """The SDK meter or logger provider ``provider`` is or stands in front of (Logfire's proxies hold
+    theirs as ``.provider``), else ``None``: the same seeing-through as :func:`sdk_provider_of`."""
+    if isinstance(provider, sdk_class):
         return provider
     inner = getattr(provider, "provider", None)
-    return inner if isinstance(inner, SdkTracerProvider) else None
+    return inner if isinstance(inner, sdk_class) else None
 
 
 def build(
@@ -109,6 +118,7 @@ def build(
     owned: list[Any] = []
     flushable: list[Any] = []
     recording: Path | None = None
+    traces_recorded = False
     where: list[str] = []
 
     def recording_file() -> Path:
@@ -164,6 +174,7 @@ def build(
                 from .recording_processor import RecordingSpanProcessor
 
                 recorder = OtlpJsonLinesSpanExporter(recording_file(), max_bytes=recording_size())
+                traces_recorded = True
                 processors.append(
                     RecordingSpanProcessor(
                         tally(recorder), record_dropped=recorder.record_dropped, where=str(recording_file())
@@ -214,11 +225,17 @@ def build(
     from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 
     mprovider = meter_provider
+    flush_meters: Any = meter_provider
     global_meter_provider = metrics.get_meter_provider()
     if mprovider is None:
-        if isinstance(global_meter_provider, SdkMeterProvider) and retired(global_meter_provider):
+        # The application's own, or one behind a proxy (Logfire's): joined, never overridden, so
+        # OpenTelemetry has no "Overriding of current MeterProvider" to say and the counter goes
+        # where the application's metrics go.
+        installed_meters = installed_sdk_provider(global_meter_provider, SdkMeterProvider)
+        if installed_meters is not None and retired(installed_meters):
             _say_retired("MeterProvider")
-        elif isinstance(global_meter_provider, SdkMeterProvider):
+        elif installed_meters is not None:
+            flush_meters = installed_meters
             mprovider = global_meter_provider
     if mprovider is None:
         readers: list[MetricReader] = []
@@ -241,12 +258,14 @@ def build(
                         export_interval_millis=60_000,
                     )
                 )
-        mprovider = SdkMeterProvider(resource=resource, metric_readers=readers, shutdown_on_exit=False)
+        mprovider = flush_meters = SdkMeterProvider(
+            resource=resource, metric_readers=readers, shutdown_on_exit=False
+        )
         owned.append(mprovider)
-        if not retired(global_meter_provider):
+        if not retired(installed_sdk_provider(global_meter_provider, SdkMeterProvider)):
             installs.append(functools.partial(metrics.set_meter_provider, mprovider))
-    if hasattr(mprovider, "force_flush"):
-        flushable.append(mprovider)
+    if hasattr(flush_meters, "force_flush"):
+        flushable.append(flush_meters)
     meter = mprovider.get_meter(names.INSTRUMENTATION_NAME, instrumentation_version())
     counter = meter.create_counter(
         names.FINDINGS_METRIC,
@@ -271,6 +290,8 @@ def build(
         processor=run_processor,
         phoenix=phoenix,
         recording_path=recording,
+        traces_recorded=traces_recorded,
+        trace_resource=getattr(provider, "resource", None),
         capture_content=capture_content,
         event_logger=event_logger,
         log_events=log_events,
@@ -297,11 +318,14 @@ def build_event_logger(
     from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
 
     lprovider = logger_provider
+    flush_logs: Any = logger_provider
     global_logger_provider = _logs.get_logger_provider()
     if lprovider is None:
-        if isinstance(global_logger_provider, SdkLoggerProvider) and retired(global_logger_provider):
+        installed_logs = installed_sdk_provider(global_logger_provider, SdkLoggerProvider)
+        if installed_logs is not None and retired(installed_logs):
             _say_retired("LoggerProvider")
-        elif isinstance(global_logger_provider, SdkLoggerProvider):
+        elif installed_logs is not None:
+            flush_logs = installed_logs
             lprovider = global_logger_provider
     if lprovider is None:
         lprovider = SdkLoggerProvider(resource=resource, shutdown_on_exit=False)
@@ -312,10 +336,11 @@ def build_event_logger(
 
             exporter = OtlpJsonLinesLogExporter(recording_file())
         lprovider.add_log_record_processor(BatchLogRecordProcessor(exporter))
+        flush_logs = lprovider
         owned.append(lprovider)
-        if not retired(global_logger_provider):
+        if not retired(installed_sdk_provider(global_logger_provider, SdkLoggerProvider)):
             installs.append(functools.partial(_logs.set_logger_provider, lprovider))
-    flushable.append(lprovider)
+    flushable.append(flush_logs)
     return lprovider.get_logger(names.INSTRUMENTATION_NAME, instrumentation_version())
 
 

@@ -36,6 +36,7 @@ from ...findings import Finding
 from ...judge import SetupError
 from ...ledger import CheckerDeadError, LedgerRow
 from ...limits import MAX_PENDING_CALL_IDS, MAX_QUOTED_CHARS, MAX_RECORDED_ANSWERS, MAX_WARNED_GROUNDS
+from ...text import nearest
 from ..emit import (
     SpanEmitter,
     clipped,
@@ -88,14 +89,40 @@ def _warn_undeclared_grounds() -> None:
         for ground in contract.arguments_from or ():
             if ground in declared or not _WARNED_GROUNDS.first((contract.name, ground)):
                 continue
+            close = nearest(ground, declared - {contract.name})
             logger.warning(
-                "context_integrity: tool %r names %r in arguments_from, but no tool %r is declared; "
+                "context_integrity: tool %r names %r in arguments_from, but no tool %r is declared%s; "
                 "declare it (ci.declare_tool(%r) or @ci.tool) or fix the name.",
                 contract.name[:MAX_QUOTED_CHARS],
                 ground[:MAX_QUOTED_CHARS],
                 ground[:MAX_QUOTED_CHARS],
+                f" (did you mean {close[:MAX_QUOTED_CHARS]!r}?)" if close else "",
                 ground[:MAX_QUOTED_CHARS],
             )
+
+
+_told_foreign_provider = False
+
+
+def _tell_if_made_elsewhere(span: Span, inst: Instrumentation | None) -> None:
+    """Say once per process when the host's run span was made by a TracerProvider setup() did not
+    join: its findings go there, while the run's summary goes to ours, under a run span that
+    provider never sees. Most often ``setup()`` ran first and Logfire (or another library) then
+    built its own provider, which the global one could not be replaced by."""
+    global _told_foreign_provider
+    ours = inst.trace_resource if inst is not None else None
+    theirs = getattr(span, "resource", None)
+    if _told_foreign_provider or ours is None or theirs is None or theirs is ours:
+        return
+    _told_foreign_provider = True
+    logger.warning(
+        "context_integrity: the agent's run span was made by a TracerProvider that ci.setup() did not "
+        "join, so its findings go there while the run's disposition summary goes to %s, under a run "
+        "span that never arrives. Most often ci.setup() ran before logfire.configure() (or before "
+        "another library built its own provider): call ci.setup() after it, or pass that provider "
+        "as ci.setup(tracer_provider=...).",
+        inst.destination if inst is not None else "ours",
+    )
 
 
 class Run:
@@ -182,6 +209,8 @@ class Run:
                 host=self._host_span,
             )
             self.span = span = held.span
+            if not held.owned:
+                _tell_if_made_elsewhere(span, inst)
             record_judge_errors(span, judge)
             if held.owned and inst is not None and inst.processor is not None and span.is_recording():
                 inst.processor.expect(span.get_span_context().span_id, weak_summary(self, judge))

@@ -60,6 +60,10 @@ OPERATION_CHAT: Final = "chat"
 # a model call we adopt like a ``chat`` span.
 OPERATION_TEXT_COMPLETION: Final = "text_completion"
 OPERATION_GENERATE_CONTENT: Final = "generate_content"
+# The operations of a model call (a waterfall's model rows).
+MODEL_CALL_OPERATIONS: Final = frozenset(
+    {OPERATION_CHAT, OPERATION_TEXT_COMPLETION, OPERATION_GENERATE_CONTENT}
+)
 TOOL_TYPE_FUNCTION: Final = "function"
 
 # ── OpenInference (read, never written) ─────────────────────────────────
