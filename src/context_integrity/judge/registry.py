@@ -1,5 +1,5 @@
 """THE list of checks. Everything else — the ledger's rows, arming, "not built yet", the canary
-runner, the README's ledger table — reads it.
+runner, the docs' ledger table, :data:`CEILINGS` — reads it.
 
 One :class:`RegisteredCheck` per check: the ledger rows it fills, how it is
 armed (from the declared contracts and the dials, decided once per run), the
@@ -16,17 +16,44 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Final
 
-from ..checks.column_types import ColumnMode, column_types_canary, column_types_of
-from ..checks.compose_invariant import compose_invariant_canary, suspended_still_offered_of
-from ..checks.dangling_reference import dangling_reference_canary, dangling_references_of
-from ..checks.duplicate_execution import OnceCall, duplicate_execution_canary, duplicate_executions_of
-from ..checks.empty_lookup import empty_lookup_canary, empty_lookup_of
-from ..checks.prior_turn_evidence import prior_turn_evidence_canary, prior_turn_evidence_of_answer
-from ..checks.unsupported_argument import ArmedCall, unsupported_argument_canary, unsupported_arguments_of
-from ..checks.unsupported_claim import unsupported_claim_canary, unsupported_claims_of
-from ..checks.wire_invariant import wire_invariant_canary, wire_violations_of
+from ..checks.column_types import COLUMN_TYPE_CEILING, ColumnMode, column_types_canary, column_types_of
+from ..checks.compose_invariant import (
+    COMPOSE_INVARIANT_CEILING,
+    compose_invariant_canary,
+    suspended_still_offered_of,
+)
+from ..checks.dangling_reference import (
+    DANGLING_REFERENCE_CEILING,
+    dangling_reference_canary,
+    dangling_references_of,
+)
+from ..checks.duplicate_execution import (
+    DUPLICATE_EXECUTION_CEILING,
+    OnceCall,
+    duplicate_execution_canary,
+    duplicate_executions_of,
+)
+from ..checks.empty_lookup import EMPTY_LOOKUP_CEILING, empty_lookup_canary, empty_lookup_of
+from ..checks.prior_turn_evidence import (
+    PRIOR_TURN_EVIDENCE_CEILING,
+    prior_turn_evidence_canary,
+    prior_turn_evidence_of_answer,
+)
+from ..checks.unsupported_argument import (
+    UNSUPPORTED_ARGUMENT_CEILING,
+    ArmedCall,
+    unsupported_argument_canary,
+    unsupported_arguments_of,
+)
+from ..checks.unsupported_claim import (
+    UNSUPPORTED_CLAIM_CEILING,
+    unsupported_claim_canary,
+    unsupported_claims_of,
+)
+from ..checks.wire_invariant import WIRE_INVARIANT_CEILING, wire_invariant_canary, wire_violations_of
 from ..contracts import ToolContract
 from ..contracts.columns import is_model_class
 from ..findings import NOT_APPLICABLE, Encounter, Kind, Seam
@@ -61,8 +88,10 @@ class RegisteredCheck:
 
     name: str
     rows: tuple[CheckId, ...]
-    # What arms it, in the operator's words: the README's ledger table quotes this.
+    # What arms it, in the operator's words: the docs' ledger table quotes this.
     armed_by: str = "not built yet"
+    # What the check can never see: its module's ceiling constant, quoted into its findings and docs.
+    ceiling: str | None = None
     armed: Arming = _never
     write: WriteJudge | None = None
     compose: ComposeJudge | None = None
@@ -266,6 +295,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         "wire invariant",
         armed_by="`install_wire_reader(client)` (OpenAI chat/responses, Anthropic messages bodies)",
         rows=(CheckId("invariant-violation", "wire"),),
+        ceiling=WIRE_INVARIANT_CEILING,
         # Armed by an installed wire reader; then a model call whose body it did not read is
         # unreachable, never silent.
         armed=_wire_reader,
@@ -276,6 +306,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         "compose invariant",
         armed_by="the run's first `run.suspend(group, tools)`",
         rows=(CheckId("invariant-violation", "compose"),),
+        ceiling=COMPOSE_INVARIANT_CEILING,
         # Armed by the run's first ``run.suspend``: before it, nothing is suspended anywhere.
         arms_on="suspend",
         compose=_compose_invariant_at_compose,
@@ -284,6 +315,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
     RegisteredCheck(
         "dangling reference",
         rows=(CheckId("dangling-reference", "compose"),),
+        ceiling=DANGLING_REFERENCE_CEILING,
         armed_by="any declared tool with `arguments_from`",
         armed=_grounding,
         compose=_dangling_at_compose,
@@ -293,6 +325,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
     RegisteredCheck(
         "unsupported argument",
         rows=(CheckId("unsupported-argument", "choice"),),
+        ceiling=UNSUPPORTED_ARGUMENT_CEILING,
         armed_by="any declared tool with `arguments_from`",
         armed=_grounding,
         choice=_unsupported_at_choice,
@@ -303,6 +336,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         "unsupported claim",
         armed_by="`declare_claims(OutputModel, {field: (entity, fact)})` and tools returning `semantic(...)`",
         rows=(CheckId("unsupported-claim", "claim"),),
+        ceiling=UNSUPPORTED_CLAIM_CEILING,
         armed=_claims,
         claim=_unsupported_claim_at_claim,
         canary=unsupported_claim_canary,
@@ -310,6 +344,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
     RegisteredCheck(
         "empty lookup",
         rows=(CheckId("empty-lookup", "write"),),
+        ceiling=EMPTY_LOOKUP_CEILING,
         armed_by="`arguments_from` and `setup(notice_empty_lookups=True)`",
         armed=_empty_lookups,
         write=_empty_lookup_at_write,
@@ -319,6 +354,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
     RegisteredCheck(
         "column types",
         rows=(CheckId("column-type-mismatch", "write"), CheckId("missing-column", "write")),
+        ceiling=COLUMN_TYPE_CEILING,
         armed_by="`result_columns` and `setup(check_column_types=...)` set to `'warn'` or `'enforce'`",
         armed=_column_types,
         write=_column_types_at_write,
@@ -329,6 +365,7 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         "prior-turn evidence",
         armed_by="`setup(notice_prior_turn_evidence=True)`",
         rows=(CheckId("prior-turn-evidence", "claim"),),
+        ceiling=PRIOR_TURN_EVIDENCE_CEILING,
         armed=_prior_turn,
         claim=_prior_turn_at_claim,
         canary=prior_turn_evidence_canary,
@@ -337,14 +374,22 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
         "duplicate execution",
         armed_by="a tool declared `once_per_run=True`",
         rows=(CheckId("duplicate-execution", "choice"),),
+        ceiling=DUPLICATE_EXECUTION_CEILING,
         armed=_once_per_run,
         choice=_duplicate_at_choice,
         canary=duplicate_execution_canary,
     ),
 )
 
-# The built-in rows in ledger order: the README table, the telemetry and the recording reader read this.
+# The built-in rows in ledger order: the docs' table, the telemetry and the recording reader read this.
 REGISTERED_CHECKS: Final[tuple[CheckId, ...]] = tuple(row for entry in BUILT_IN for row in entry.rows)
+
+# What each built-in check can never see, by the row it files (``"dangling-reference@compose"``): the
+# row, not the kind, because invariant-violation has a ceiling at each of its two seams; the column
+# check's two rows share one. Each sentence is still owned, and importable, by its check's module.
+CEILINGS: Final[Mapping[str, str]] = MappingProxyType(
+    {row.render(): entry.ceiling for entry in BUILT_IN if entry.ceiling is not None for row in entry.rows}
+)
 
 
 class Registry:
@@ -394,7 +439,7 @@ REGISTRY: Final = Registry(BUILT_IN)
 
 
 def ledger_table() -> str:
-    """The README's ledger table, one line per registered row, read from the registry."""
+    """The docs' ledger table, one line per registered row, read from the registry."""
     lines = ["| row | seam | armed by | canary |", "| --- | --- | --- | --- |"]
     for entry in REGISTRY:
         canary = "yes" if entry.canary is not None else "—"
