@@ -390,6 +390,9 @@ REGISTERED_CHECKS: Final[tuple[CheckId, ...]] = tuple(row for entry in BUILT_IN 
 CEILINGS: Final[Mapping[str, str]] = MappingProxyType(
     {row.render(): entry.ceiling for entry in BUILT_IN if entry.ceiling is not None for row in entry.rows}
 )
+"""What each check can never see, by the ledger row it files: ``ci.CEILINGS["empty-lookup@write"]``,
+or ``ci.CEILINGS[f"{finding.kind}@{finding.seam}"]`` for a finding in hand. Every finding quotes its
+check's sentence verbatim."""
 
 
 class Registry:
