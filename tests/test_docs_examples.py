@@ -10,8 +10,8 @@ how a block is run:
 
 - ````python`` — runs in this process, on a fresh pipeline: a real SDK tracer provider held in
   memory is set up first, so the block's own ``ci.setup(...)`` applies its dials to it (as a
-  second ``setup()`` does) and nothing outlives the test. ``#>`` lines under a ``print`` are the
-  output it must print.
+  second ``setup()`` does) and nothing outlives the test. What it prints must be written under
+  each ``print``: ``#>`` lines, or a triple-quoted block for long output.
 - ````python {test="process"}`` — runs in a fresh interpreter, as ``python file.py``: for a block
   that installs global providers (Logfire) or passes exporter options to ``setup()``. It must exit 0.
 - ````python {test="fragment"}`` — a piece of a larger program, and the page says so: it must
@@ -123,10 +123,7 @@ def test_the_example_runs_as_written(
         return
     request.getfixturevalue("fresh_process_state")
     eval_example.set_config(line_length=110)
-    if "#>" in example.source:
-        if eval_example.update_examples:
-            eval_example.run_print_update(example)
-        else:
-            eval_example.run_print_check(example)
+    if eval_example.update_examples:
+        eval_example.run_print_update(example)
     else:
-        eval_example.run(example)
+        eval_example.run_print_check(example)
