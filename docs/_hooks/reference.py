@@ -160,7 +160,9 @@ def api_reference() -> str:
     out: list[str] = []
     for name in ci.__all__:
         home = ci._HOMES[name]
-        out.extend([f"::: context_integrity.{home}.{name}", "    options:", "      show_root_heading: true", ""])
+        out.extend(
+            [f"::: context_integrity.{home}.{name}", "    options:", "      show_root_heading: true", ""]
+        )
     return "\n".join(out)
 
 
