@@ -51,7 +51,7 @@ def setup_options() -> str:
             spec = dials[name]
             accepts, meaning = spec.expected, spec.meaning
         else:
-            accepts = str(parameter.annotation).replace("'", "")
+            accepts = str(parameter.annotation)
             meaning = OPTION_MEANINGS[name]  # a KeyError here names the option nobody explained
         default = "—" if parameter.default is inspect.Parameter.empty else f"`{parameter.default!r}`"
         lines.append(f"| `{name}` | {_cell(accepts)} | {_cell(default)} | {_cell(meaning)} |")
