@@ -20,24 +20,24 @@ import context_integrity as ci
 from context_integrity.telemetry.schema import names
 from context_integrity.telemetry.setup import CONTRACTS
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
-def readme_example(heading: str) -> str:
-    """The first ``python`` block of the README's ``## {heading}`` section: the example a reader of
-    that section copies first."""
-    section = README.read_text().split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
-    return str(re.findall(r"```python\n(.*?)```", section, flags=re.S)[0])
+def docs_example(page: str) -> str:
+    """The first ``python`` block of a docs page (``frameworks/pydantic-ai.md``): the example a reader
+    of that page copies first."""
+    text = (DOCS / page).read_text(encoding="utf-8")
+    return str(re.findall(r"```python\n(.*?)```", text, flags=re.S)[0])
 
 
-def run_readme_example(heading: str, telemetry: Telemetry) -> dict[str, Any]:
+def run_docs_example(page: str, telemetry: Telemetry) -> dict[str, Any]:
     """Runs that example as it stands, its own ``ci.setup()`` included, into ``telemetry``'s
     pipeline: set up first, so the example's setup changes the dials and keeps the test's exporter
     (as a second ``setup()`` does), and no provider of the example's outlives the test. Returns
     the names the example defined."""
     telemetry.configure()
     scope: dict[str, Any] = {}
-    exec(compile(readme_example(heading), "README.md", "exec"), scope)
+    exec(compile(docs_example(page), str(DOCS / page), "exec"), scope)
     return scope
 
 

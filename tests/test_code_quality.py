@@ -1,7 +1,8 @@
 """The lint and type gates, as tests, so the one test command is the whole gate.
 
 The laws under test: ruff finds nothing, ruff format would change nothing,
-and mypy --strict is clean over the package, the tests, the benchmarks and the examples.
+and mypy --strict is clean over the package, the tests, the benchmarks, the examples and the docs'
+build hook.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-# Linted and typed alike: the tests, the benchmarks and the examples as strictly as the package. mypy
+# Linted and typed alike: the tests, the benchmarks, the examples and the docs' build hook as strictly
+# as the package. mypy
 # checks them together in one run under pyproject's [tool.mypy] (module bases src and benchmarks,
 # tests/mcp1 excluded).
-TARGETS = ["src", "tests", "benchmarks", "examples"]
+TARGETS = ["src", "tests", "benchmarks", "examples", "docs/_hooks"]
 
 
 def _tool(name: str) -> list[str]:

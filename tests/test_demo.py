@@ -22,7 +22,7 @@ from typing import cast
 
 import pytest
 
-from context_integrity import COLUMN_TYPE_CEILING
+from context_integrity.checks.column_types import COLUMN_TYPE_CEILING
 from context_integrity.findings import KINDS, SEAM_MEANINGS
 from context_integrity.judge import REGISTERED_CHECKS
 from context_integrity.judge.registry import REGISTRY

@@ -3,14 +3,13 @@
 The laws under test: a check registered with a single registry entry — no other file touched —
 is a ledger row of every new run, is armed from the contracts and dials, files findings that
 reach the span and the findings counter, counts its dispositions, and has its canary minted and
-caught; the README's ledger table is the registry's own rendering.
+caught; every built-in check's ceiling is in the one CEILINGS mapping, under each row it files, and
+is the sentence its findings quote.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from tests.conftest import Telemetry
@@ -26,13 +25,11 @@ from context_integrity.findings import (
     tool_subject,
 )
 from context_integrity.judge import REGISTRY, ContractBook, Dials, RegisteredCheck, RunJudge
-from context_integrity.judge.registry import ledger_table
+from context_integrity.judge.registry import BUILT_IN, REGISTERED_CHECKS
 from context_integrity.judge.state import ResponseSeen, RunState
 from context_integrity.ledger import CheckId
 from context_integrity.loop import ModelResponse, RequestFrame, ToolCall, ToolDefinition
 from context_integrity.telemetry.schema import names
-
-ROOT = Path(__file__).resolve().parents[1]
 
 # A kind no built-in check files at the choice seam: the fake takes that row.
 FAKE_ROW = CheckId("missing-column", "choice")
@@ -175,11 +172,21 @@ def test_a_seam_function_at_the_wrong_seam_is_refused() -> None:
         RegisteredCheck("misplaced", rows=(FAKE_ROW._replace(seam="write"),), choice=_fake_choice)
 
 
-def test_the_readme_ledger_table_is_the_registrys() -> None:
-    readme = (ROOT / "README.md").read_text()
-    found = re.search(r"<!-- ledger-table[^\n]*-->\n(.*?)\n<!-- /ledger-table -->", readme, re.S)
-    assert found, "the README lost its ledger-table markers"
-    assert found.group(1) == ledger_table(), (
-        "README's ledger table is stale: paste the output of "
-        "`python -c 'from context_integrity.judge.registry import ledger_table; print(ledger_table())'`"
-    )
+def test_every_row_has_its_checks_ceiling_and_its_findings_quote_it() -> None:
+    assert list(ci.CEILINGS) == [row.render() for row in REGISTERED_CHECKS]
+    for entry in BUILT_IN:
+        assert entry.ceiling, entry.name
+        assert entry.canary is not None
+        findings = entry.canary().findings
+        assert findings, entry.name
+        for row in entry.rows:
+            assert ci.CEILINGS[row.render()] == entry.ceiling
+        for finding in findings:
+            assert entry.ceiling in finding.message, (entry.name, finding.message)
+    # nine checks, nine sentences: the column check's two rows share one
+    assert len(set(ci.CEILINGS.values())) == len(BUILT_IN)
+
+
+def test_the_ceilings_cannot_be_changed_through_the_mapping() -> None:
+    with pytest.raises(TypeError):
+        ci.CEILINGS["empty-lookup@write"] = "anything"  # type: ignore[index]

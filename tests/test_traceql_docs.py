@@ -1,9 +1,9 @@
-"""The TraceQL the README and the dashboard show is scoped, and names what the library emits.
+"""The TraceQL the docs and the dashboard show is scoped, and names what the library emits.
 
-The laws under test: every TraceQL query in the README and in the Grafana dashboard writes an
-intrinsic with its scope (``span:name``, ``event:name``), never a bare ``name``; the README's
-finding-kind query reads the finding event's own names; every attribute a query names is one the
-library emits.
+The laws under test: every TraceQL query in the README, in any page of the docs and in the Grafana
+dashboard writes an intrinsic with its scope (``span:name``, ``event:name``), never a bare ``name``;
+the docs' finding-kind query reads the finding event's own names; every attribute a query names is
+one the library emits.
 """
 
 from __future__ import annotations
@@ -15,12 +15,13 @@ from pathlib import Path
 from context_integrity.telemetry.schema import names
 
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text()
+DOCUMENTS = [ROOT / "README.md", *sorted(p for p in (ROOT / "docs").rglob("*.md") if "_hooks" not in p.parts)]
+TEXT = "\n".join(document.read_text(encoding="utf-8") for document in DOCUMENTS)
 DASHBOARD = json.loads((ROOT / "collector-config/grafana/dashboards/context-integrity.json").read_text())
 
 
-def _readme_queries() -> list[str]:
-    return [q for q in re.findall(r"`(\{ [^`]+ \})`", README) if "=" in q or ">" in q]
+def _docs_queries() -> list[str]:
+    return [q for q in re.findall(r"`(\{ [^`]+ \})`", TEXT) if "=" in q or ">" in q]
 
 
 def _dashboard_queries(node: object) -> list[str]:
@@ -37,22 +38,22 @@ def _dashboard_queries(node: object) -> list[str]:
 
 
 def test_every_traceql_query_scopes_its_intrinsics() -> None:
-    queries = _readme_queries() + _dashboard_queries(DASHBOARD)
+    queries = _docs_queries() + _dashboard_queries(DASHBOARD)
     assert len(queries) >= 4
     for query in queries:
         assert not re.search(r"(?<![:.\w])name\s*=", query), query  # bare `name =` is unscoped
         assert re.search(r"\b(span|event|resource)[.:]", query), query
 
 
-def test_the_readme_selects_findings_of_one_kind_by_the_finding_event() -> None:
+def test_the_docs_select_findings_of_one_kind_by_the_finding_event() -> None:
     expected = (
         f'{{ event:name = "{names.FINDING_EVENT}" && event.{names.FINDING_KIND} = "column-type-mismatch" }}'
     )
-    assert expected in _readme_queries()
+    assert expected in _docs_queries()
 
 
 def test_every_attribute_a_query_names_is_emitted() -> None:
     emitted = {v for k, v in vars(names).items() if k.isupper() and isinstance(v, str)}
-    for query in _readme_queries() + _dashboard_queries(DASHBOARD):
+    for query in _docs_queries() + _dashboard_queries(DASHBOARD):
         for attribute in re.findall(r"\b(?:span|event)\.([A-Za-z0-9_.]+)", query):
             assert attribute in emitted, (query, attribute)

@@ -1,11 +1,12 @@
 """context-integrity: checks what AI agents and their tools hand each other,
 and reports it as OpenTelemetry.
 
-The names here are the ones a user writes: ``setup``, ``tool``, ``declare_tool``,
-``run``, ``absent``, the shapes of the loop, the errors and each check's ceiling.
-Everything else lives in its public submodule (``context_integrity.checks``,
-``.contracts``, ``.judge``, ``.ledger``, ``.findings``, ``.telemetry``, ``.recording``,
-``.report``, ``.integrations``).
+The names here are the ones a user writes (at most 30): ``setup``, ``tool``,
+``declare_tool``, ``run``, ``absent``, the shapes of the loop, the errors, and
+``CEILINGS``, what each check can never see. Everything else lives in its public
+submodule (``context_integrity.checks``, ``.contracts``, ``.judge``, ``.ledger``,
+``.findings``, ``.telemetry``, ``.recording``, ``.report``, ``.integrations``); the
+pure column judge, for one, is ``context_integrity.checks.column_types.check_column_types``.
 
 Each name is imported on first use, so ``import context_integrity`` is cheap and
 ``import context_integrity.checks`` (or ``.contracts``, ``.findings``) works
@@ -14,26 +15,18 @@ without OpenTelemetry installed.
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from . import _lazy
 
 if TYPE_CHECKING:
-    from .checks.column_types import COLUMN_TYPE_CEILING
-    from .checks.compose_invariant import COMPOSE_INVARIANT_CEILING
-    from .checks.dangling_reference import DANGLING_REFERENCE_CEILING
-    from .checks.duplicate_execution import DUPLICATE_EXECUTION_CEILING
-    from .checks.empty_lookup import EMPTY_LOOKUP_CEILING
-    from .checks.prior_turn_evidence import PRIOR_TURN_EVIDENCE_CEILING
-    from .checks.unsupported_argument import UNSUPPORTED_ARGUMENT_CEILING
-    from .checks.unsupported_claim import UNSUPPORTED_CLAIM_CEILING
-    from .checks.wire_invariant import WIRE_INVARIANT_CEILING
     from .contracts import ColumnDeclaration, DeclarationError, absent, is_absence
     from .contracts.semantic import semantic
     from .findings import ExternalGround, Finding
     from .integrations.functions import declare_claims, declare_tool, tool
     from .integrations.wire import install_wire_reader
-    from .judge import SetupError
+    from .judge import CEILINGS, SetupError
     from .ledger import CheckerDeadError, LedgerRow
     from .loop import Message, ModelResponse, RequestFrame, ToolCall, ToolDefinition
     from .telemetry.instrumentation import Instrumentation
@@ -77,29 +70,30 @@ _HOMES: dict[str, str] = {
     "DeclarationError": "contracts",
     "SetupError": "judge",
     "CheckerDeadError": "ledger",
-    # what each check can never see
-    "COLUMN_TYPE_CEILING": "checks.column_types",
-    "DANGLING_REFERENCE_CEILING": "checks.dangling_reference",
-    "EMPTY_LOOKUP_CEILING": "checks.empty_lookup",
-    "UNSUPPORTED_ARGUMENT_CEILING": "checks.unsupported_argument",
-    "COMPOSE_INVARIANT_CEILING": "checks.compose_invariant",
-    "WIRE_INVARIANT_CEILING": "checks.wire_invariant",
-    "UNSUPPORTED_CLAIM_CEILING": "checks.unsupported_claim",
-    "PRIOR_TURN_EVIDENCE_CEILING": "checks.prior_turn_evidence",
-    "DUPLICATE_EXECUTION_CEILING": "checks.duplicate_execution",
+    # what each check can never see, by the row it files: CEILINGS["dangling-reference@compose"]
+    "CEILINGS": "judge",
+}
+
+# Names the top level used to export, and where each lives now. They still resolve, with a
+# DeprecationWarning naming the new spelling, but are listed neither in __all__ nor by dir().
+_MOVED: dict[str, tuple[str, str]] = {
+    "COLUMN_TYPE_CEILING": ("checks.column_types", 'CEILINGS["column-type-mismatch@write"]'),
+    "DANGLING_REFERENCE_CEILING": ("checks.dangling_reference", 'CEILINGS["dangling-reference@compose"]'),
+    "EMPTY_LOOKUP_CEILING": ("checks.empty_lookup", 'CEILINGS["empty-lookup@write"]'),
+    "UNSUPPORTED_ARGUMENT_CEILING": (
+        "checks.unsupported_argument",
+        'CEILINGS["unsupported-argument@choice"]',
+    ),
+    "COMPOSE_INVARIANT_CEILING": ("checks.compose_invariant", 'CEILINGS["invariant-violation@compose"]'),
+    "WIRE_INVARIANT_CEILING": ("checks.wire_invariant", 'CEILINGS["invariant-violation@wire"]'),
+    "UNSUPPORTED_CLAIM_CEILING": ("checks.unsupported_claim", 'CEILINGS["unsupported-claim@claim"]'),
+    "PRIOR_TURN_EVIDENCE_CEILING": ("checks.prior_turn_evidence", 'CEILINGS["prior-turn-evidence@claim"]'),
+    "DUPLICATE_EXECUTION_CEILING": ("checks.duplicate_execution", 'CEILINGS["duplicate-execution@choice"]'),
 }
 
 # Kept literal for tools that read it statically; a test holds it equal to the keys of _HOMES.
 __all__ = [
-    "COLUMN_TYPE_CEILING",
-    "COMPOSE_INVARIANT_CEILING",
-    "DANGLING_REFERENCE_CEILING",
-    "DUPLICATE_EXECUTION_CEILING",
-    "EMPTY_LOOKUP_CEILING",
-    "PRIOR_TURN_EVIDENCE_CEILING",
-    "UNSUPPORTED_ARGUMENT_CEILING",
-    "UNSUPPORTED_CLAIM_CEILING",
-    "WIRE_INVARIANT_CEILING",
+    "CEILINGS",
     "CheckerDeadError",
     "ColumnDeclaration",
     "DeclarationError",
@@ -132,6 +126,16 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    moved = _MOVED.get(name)
+    if moved is not None:
+        home, spelling = moved
+        warnings.warn(
+            f"context_integrity.{name} moved: write ci.{spelling}, or import it from "
+            f"context_integrity.{home}.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return _lazy.load(__name__, {name: home}, name, {})
     return _lazy.load(__name__, _HOMES, name, globals())
 
 

@@ -42,7 +42,7 @@ class CheckId(NamedTuple):
 
 
 # The field names of a report row, in order: the telemetry attributes, the
-# recording reader and the README table all read this tuple.
+# recording reader and the docs all read this tuple.
 ROW_FIELDS: Final[tuple[str, ...]] = (
     "check",
     "seam",

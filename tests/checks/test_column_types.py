@@ -47,8 +47,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict
 
-from context_integrity import COLUMN_TYPE_CEILING
 from context_integrity.checks.column_types import (
+    COLUMN_TYPE_CEILING,
     COLUMN_TYPES_CANARY,
     ColumnMode,
     ColumnTypeEncounter,

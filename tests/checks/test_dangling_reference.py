@@ -21,10 +21,10 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from context_integrity import DANGLING_REFERENCE_CEILING
 from context_integrity.checks import CANARY_EPOCH
 from context_integrity.checks.dangling_reference import (
     ARGUMENT_GROUND_PREDICATE,
+    DANGLING_REFERENCE_CEILING,
     check_dangling_references,
     dangling_reference_canary,
 )

@@ -23,9 +23,9 @@ from decimal import Decimal
 import pytest
 
 import context_integrity as ci
-from context_integrity import DUPLICATE_EXECUTION_CEILING
 from context_integrity.checks.canonical import NotCanonical, canonical
 from context_integrity.checks.duplicate_execution import (
+    DUPLICATE_EXECUTION_CEILING,
     Execution,
     OnceCall,
     arguments_key,

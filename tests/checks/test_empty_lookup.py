@@ -26,9 +26,13 @@ import pickle
 from collections import namedtuple
 from collections.abc import Iterator, Sequence
 
-from context_integrity import EMPTY_LOOKUP_CEILING, absent, is_absence
+from context_integrity import absent, is_absence
 from context_integrity.checks import CANARY_EPOCH
-from context_integrity.checks.empty_lookup import check_empty_lookup, empty_lookup_canary
+from context_integrity.checks.empty_lookup import (
+    EMPTY_LOOKUP_CEILING,
+    check_empty_lookup,
+    empty_lookup_canary,
+)
 from context_integrity.contracts import Absence, read_result
 from context_integrity.findings import (
     CHECKED_FAIL,

@@ -32,9 +32,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from context_integrity import UNSUPPORTED_ARGUMENT_CEILING, ExternalGround, limits
+from context_integrity import ExternalGround, limits
 from context_integrity.checks import CANARY_EPOCH
 from context_integrity.checks.unsupported_argument import (
+    UNSUPPORTED_ARGUMENT_CEILING,
     ArmedCall,
     check_unsupported_arguments,
     unsupported_argument_canary,

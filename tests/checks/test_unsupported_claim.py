@@ -49,7 +49,7 @@ def test_functional_a_contradiction_with_history() -> None:
     assert "'c2'" in settled.provenance
     assert (claimed.value, claimed.provenance) == ("healthy", "answer field 'status'")
     assert (earlier.value, earlier.stratum, earlier.epoch) == ("degraded", "quoted", None)
-    assert ci.UNSUPPORTED_CLAIM_CEILING in finding.message
+    assert ci.CEILINGS["unsupported-claim@claim"] in finding.message
 
 
 def test_functional_the_latest_settles_and_an_honest_answer_passes() -> None:

@@ -27,7 +27,7 @@ from collections.abc import AsyncGenerator, Generator, Iterator
 from typing import Any, cast
 
 import pytest
-from tests.conftest import Telemetry, run_readme_example
+from tests.conftest import Telemetry, run_docs_example
 
 try:
     from langchain.agents import create_agent
@@ -139,13 +139,13 @@ def test_the_integration_is_in_the_table_setup_reads() -> None:
     assert ("langchain", integration.__name__) in SUPPORTED
 
 
-def test_the_readme_example_is_complete_and_the_model_reads_the_refusal(
+def test_the_docs_example_is_complete_and_the_model_reads_the_refusal(
     telemetry: Telemetry, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The LangChain section's first example runs as it stands, offline: its setup() alone arms
     create_agent, the tool's result the model reads is the refusal, not the rows, and the spans
     are the tree the section draws."""
-    scope = run_readme_example("LangChain (`create_agent`)", telemetry)
+    scope = run_docs_example("frameworks/langchain.md", telemetry)
     (printed,) = capsys.readouterr().out.splitlines()
     assert printed.startswith("Result rejected: tool 'lun_mappings'"), printed
     (delivered,) = [m for m in scope["state"]["messages"] if isinstance(m, ToolMessage)]

@@ -28,7 +28,7 @@ from typing import Any, cast
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanContext, StatusCode
-from tests.conftest import Telemetry, run_readme_example
+from tests.conftest import Telemetry, run_docs_example
 
 import context_integrity as ci
 from context_integrity.checks.unsupported_argument import ArmedCall, check_unsupported_arguments
@@ -836,7 +836,7 @@ async def test_with_openinference_a_nested_run_is_summarised_under_its_own_run_s
     assert by_id[_parent_id(nested) or 0].name == "ask_inner"
 
 
-def test_the_readme_example_runs_and_the_model_reads_the_refusal(armed: Telemetry) -> None:
-    scope = run_readme_example("The OpenAI Agents SDK", armed)
+def test_the_docs_example_runs_and_the_model_reads_the_refusal(armed: Telemetry) -> None:
+    scope = run_docs_example("frameworks/openai-agents.md", armed)
     (read,) = _outputs(scope["model"], 1).values()
     assert read.startswith("Result rejected") and "'logical_unit_number': ''" not in read

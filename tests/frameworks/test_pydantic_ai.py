@@ -48,7 +48,7 @@ from pydantic_ai.capabilities import AbstractCapability, ProcessHistory
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 from pydantic_ai.models.instrumented import InstrumentationSettings
-from tests.conftest import Telemetry, run_readme_example
+from tests.conftest import Telemetry, run_docs_example
 
 import context_integrity as ci
 from context_integrity.checks.unsupported_argument import ArmedCall, check_unsupported_arguments
@@ -541,15 +541,15 @@ def streaming_lun_agent(script: Script, telemetry: Telemetry, *, chunk: int = 0)
     return agent
 
 
-# ── the README's example ──────────────────────────────────────────────────
+# ── the docs page's example ────────────────────────────────────────────────
 
 
-def test_the_readme_example_runs_and_the_model_reads_the_refusal(
+def test_the_docs_example_runs_and_the_model_reads_the_refusal(
     telemetry: Telemetry, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The pydantic-ai section's example runs as it stands: its setup() alone arms the agent, and
     TestModel's answer (the tool results it read, as JSON) holds the refusal, not the rows."""
-    run_readme_example("pydantic-ai", telemetry)
+    run_docs_example("frameworks/pydantic-ai.md", telemetry)
     (printed,) = capsys.readouterr().out.splitlines()
     read = json.loads(printed)
     assert list(read) == ["host_group_mappings"]

@@ -126,7 +126,7 @@ def _prometheus_config(tmp: Path, agent_port: int, alertmanager_port: int) -> Pa
                         "targets": [f"127.0.0.1:{agent_port}"],
                         # Scraping an agent directly (no collector), service.name reaches
                         # Prometheus only on target_info; the rules group by service_name, so
-                        # the scrape config names the service, as the README's "See it" section tells operators.
+                        # the scrape config names the service, as docs/deploy/alerting.md tells operators.
                         "labels": {SERVICE_LABEL: SERVICE_NAME},
                     }
                 ],

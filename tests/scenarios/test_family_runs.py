@@ -133,7 +133,7 @@ def test_an_answer_claiming_a_port_healthy_while_the_settled_fact_says_down(tele
     assert event[names.FINDING_KIND] == "unsupported-claim"
     assert event[names.witness_attribute(0, "value")] == "down"
     assert event[names.witness_attribute(1, "value")] == "healthy"
-    assert ci.UNSUPPORTED_CLAIM_CEILING in event[names.FINDING_MESSAGE]
+    assert ci.CEILINGS["unsupported-claim@claim"] in event[names.FINDING_MESSAGE]
     assert summary_rows(telemetry)[("unsupported-claim", "claim")] == {
         "checked": 1,
         "findings": 1,
@@ -202,7 +202,7 @@ def test_a_second_answer_restating_only_first_turn_values_is_one_advisory(teleme
         (finding,) = run.answer("Job bkp-4417-ganymede-tier2 on esx-0417.")
     assert (finding.kind, finding.advisory, finding.predicate) == ("prior-turn-evidence", True, "grounding")
     assert "This turn called no tool" in finding.message
-    assert ci.PRIOR_TURN_EVIDENCE_CEILING in finding.message
+    assert ci.CEILINGS["prior-turn-evidence@claim"] in finding.message
     row = summary_rows(telemetry)[("prior-turn-evidence", "claim")]
     assert row == {"checked": 2, "findings": 1, "not_applicable": 0, "unreachable": 0}
 

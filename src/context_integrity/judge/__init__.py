@@ -20,7 +20,7 @@ from .. import _lazy
 if TYPE_CHECKING:
     from .book import ContractBook
     from .dials import COLUMN_DIALS, POSTURES, ColumnDial, Dials, ExternalGroundsProvider, Posture, SetupError
-    from .registry import REGISTERED_CHECKS, REGISTRY, RegisteredCheck, Registry
+    from .registry import CEILINGS, REGISTERED_CHECKS, REGISTRY, RegisteredCheck, Registry
     from .seams import ChoiceVerdict, InternalError, RunJudge, ToolVerdict
 
 # name -> the module that owns it
@@ -33,6 +33,7 @@ _HOMES: dict[str, str] = {
     "ExternalGroundsProvider": "dials",
     "Posture": "dials",
     "SetupError": "dials",
+    "CEILINGS": "registry",
     "REGISTERED_CHECKS": "registry",
     "REGISTRY": "registry",
     "RegisteredCheck": "registry",
@@ -44,6 +45,7 @@ _HOMES: dict[str, str] = {
 }
 
 __all__ = [
+    "CEILINGS",
     "COLUMN_DIALS",
     "POSTURES",
     "REGISTERED_CHECKS",

@@ -1,5 +1,5 @@
 """THE list of checks. Everything else — the ledger's rows, arming, "not built yet", the canary
-runner, the README's ledger table — reads it.
+runner, the docs' ledger table, :data:`CEILINGS` — reads it.
 
 One :class:`RegisteredCheck` per check: the ledger rows it fills, how it is
 armed (from the declared contracts and the dials, decided once per run), the
@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Final
 
 from ..checks.column_types import COLUMN_TYPE_CEILING, ColumnMode, column_types_canary, column_types_of
@@ -87,7 +88,7 @@ class RegisteredCheck:
 
     name: str
     rows: tuple[CheckId, ...]
-    # What arms it, in the operator's words: the README's ledger table quotes this.
+    # What arms it, in the operator's words: the docs' ledger table quotes this.
     armed_by: str = "not built yet"
     # The tool declaration that arms it (a key of a contract and of the contracts file), if one
     # does: what ``suggest`` proposes to arm it, and what a report names for an unarmed row.
@@ -414,8 +415,18 @@ BUILT_IN: Final[tuple[RegisteredCheck, ...]] = (
     ),
 )
 
-# The built-in rows in ledger order: the README table, the telemetry and the recording reader read this.
+# The built-in rows in ledger order: the docs' table, the telemetry and the recording reader read this.
 REGISTERED_CHECKS: Final[tuple[CheckId, ...]] = tuple(row for entry in BUILT_IN for row in entry.rows)
+
+# What each built-in check can never see, by the row it files (``"dangling-reference@compose"``): the
+# row, not the kind, because invariant-violation has a ceiling at each of its two seams; the column
+# check's two rows share one. Each sentence is still owned, and importable, by its check's module.
+CEILINGS: Final[Mapping[str, str]] = MappingProxyType(
+    {row.render(): entry.ceiling for entry in BUILT_IN if entry.ceiling for row in entry.rows}
+)
+"""What each check can never see, by the ledger row it files: ``ci.CEILINGS["empty-lookup@write"]``,
+or ``ci.CEILINGS[f"{finding.kind}@{finding.seam}"]`` for a finding in hand. Every finding quotes its
+check's sentence verbatim."""
 
 
 class Registry:
@@ -472,7 +483,7 @@ REGISTRY: Final = Registry(BUILT_IN)
 
 
 def ledger_table() -> str:
-    """The README's ledger table, one line per registered row, read from the registry."""
+    """The docs' ledger table, one line per registered row, read from the registry."""
     lines = ["| row | seam | armed by | canary |", "| --- | --- | --- | --- |"]
     for entry in REGISTRY:
         canary = "yes" if entry.canary is not None else "—"

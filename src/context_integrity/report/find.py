@@ -511,7 +511,7 @@ class _Answer:
             first = shown[0].finding
             return f"Next: open span {first.span_id} of trace {first.trace_id} in your trace UI to see it in place."
         return (
-            "Next: arm the checks that checked nothing (see the README's ledger table for what arms each), "
+            "Next: arm the checks that checked nothing (docs/checks/index.md says what arms each), "
             "or call again with no 'kind'."
         )
 

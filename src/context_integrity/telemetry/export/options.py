@@ -209,3 +209,56 @@ def refuse_changed(held: ExporterOptions, asked: ExporterOptions) -> None:
             "runs: the dials, capture_content and redact were not applied either. Call ci.shutdown() "
             "first, then setup() with the new options (or pass only dials to change the dials)."
         )
+
+
+# What each of setup()'s options other than the dials does, in the operator's words. The dials
+# explain themselves on ``Dials`` (judge/dials.py); the docs' reference of setup() is generated from
+# the two, and a test fails when a parameter of setup() is in neither.
+OPTION_MEANINGS: Final[Mapping[str, str]] = {
+    "service_name": "The service's name on every span and metric; overrides `OTEL_SERVICE_NAME`.",
+    "endpoint": (
+        "The OTLP collector's base URL, with its scheme (`http://host:4318` for http/protobuf, "
+        "`http://host:4317` for grpc); overrides `OTEL_EXPORTER_OTLP_ENDPOINT`. With no endpoint at all, "
+        "telemetry is recorded to the local recording file."
+    ),
+    "protocol": "`'grpc'` or `'http/protobuf'`; overrides `OTEL_EXPORTER_OTLP_PROTOCOL`.",
+    "headers": (
+        "A dict of header names to values sent with every export (an API key); overrides "
+        "`OTEL_EXPORTER_OTLP_HEADERS`."
+    ),
+    "recording_path": (
+        "Where the local recording goes when no endpoint is configured; overrides "
+        "`CONTEXT_INTEGRITY_RECORDING` (default `~/.local/state/context-integrity/recording.otlp.jsonl`)."
+    ),
+    "log_events": "Also emit each finding as an OpenTelemetry log record named `context_integrity.finding`.",
+    "evaluation_events": (
+        "`True`: also emit each finding as the GenAI conventions' `gen_ai.evaluation.result` log event "
+        "(label `fail`); `'all'`: also one `pass` event per `checked-pass` encounter."
+    ),
+    "phoenix_annotations": (
+        "Phoenix's base URL (`http://localhost:6006`): also post each finding to Phoenix as a span annotation."
+    ),
+    "capture_content": (
+        "Record tool arguments and results and the messages as `gen_ai.*` content attributes, clipped. "
+        "Off, no tool result reaches telemetry whole."
+    ),
+    "redact": (
+        "A function `(text) -> text` that sees every witness value, provenance, message, log body and "
+        "exception message before export and returns what may leave; one that raises redacts everything "
+        "it was given, as `[redacted]`."
+    ),
+    "tracer_provider": "Use this TracerProvider instead of the global one (or one setup() would build).",
+    "meter_provider": "Use this MeterProvider instead of the global one.",
+    "logger_provider": "Use this LoggerProvider for the log events instead of the global one.",
+    "contracts": (
+        "The path of a contracts file (TOML, or a `pyproject.toml` with a `[tool.context-integrity]` "
+        "table) whose declarations arm the checks, as if declared in code; overrides "
+        "`CONTEXT_INTEGRITY_CONTRACTS`. A declaration in code and one in the file for the same tool "
+        "must agree, or setup() refuses both, naming the tool."
+    ),
+    "instrument": (
+        "Which framework integrations to arm: `'auto'` (every supported one that is installed), a list of "
+        "names (`['pydantic_ai']`), or `()` for none. An integration that fails to arm is logged once and "
+        "never fails setup()."
+    ),
+}

@@ -78,6 +78,7 @@ OPENINFERENCE_TOOL_NAME: Final = "tool.name"
 # OpenInference's id of the call a TOOL span executes (its ``tool_call.id``).
 OPENINFERENCE_TOOL_ID: Final = "tool.id"
 
+# ── Errors and refusals ─────────────────────────────────────────────────
 ERROR_TYPE: Final = "error.type"
 # The exception event (OpenTelemetry semantic conventions), written by us so each string is bounded.
 EXCEPTION_EVENT: Final = "exception"
@@ -91,6 +92,7 @@ ERROR_RESULT_REJECTED: Final = "context_integrity.result_rejected"
 RESULT_REFUSED: Final = "context_integrity.result.refused"
 
 
+# ── Span names ──────────────────────────────────────────────────────────
 # Span names carry a host- or model-chosen name: bounded like every exported string.
 def tool_span_name(tool: str) -> str:
     return f"{OPERATION_EXECUTE_TOOL} {tool[:MAX_ATTRIBUTE_CHARS]}"
