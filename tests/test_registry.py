@@ -182,6 +182,11 @@ def test_every_row_has_its_checks_ceiling_and_its_findings_quote_it() -> None:
         for row in entry.rows:
             assert ci.CEILINGS[row.render()] == entry.ceiling
         for finding in findings:
+            if finding.kind == "missing-column":
+                # The column ceiling is about a value's type; a column in no row delivered no value, so
+                # its finding leaves the sentence out (tests/test_demo.py holds that side).
+                assert entry.ceiling not in finding.message, finding.message
+                continue
             assert entry.ceiling in finding.message, (entry.name, finding.message)
     # nine checks, nine sentences: the column check's two rows share one
     assert len(set(ci.CEILINGS.values())) == len(BUILT_IN)

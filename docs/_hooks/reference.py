@@ -102,7 +102,9 @@ def telemetry_names() -> str:
             if constant.startswith("_"):
                 continue
             value = getattr(names, constant)
-            shown = ", ".join(f"`{v}`" for v in value) if isinstance(value, tuple) else f"`{value}`"
+            # A set is listed sorted: its own order changes from one process to the next.
+            listed = sorted(value) if isinstance(value, (set, frozenset)) else value
+            shown = ", ".join(f"`{v}`" for v in listed) if isinstance(listed, (tuple, list)) else f"`{value}`"
             heading(title)
             out.append(f"| `{constant}` | {_cell(shown)} | {_cell(note_above(node.lineno))} |")
         elif isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
