@@ -29,6 +29,7 @@ import os
 import re
 import subprocess
 import sys
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -127,7 +128,12 @@ def test_the_example_runs_as_written(
         return
     request.getfixturevalue("fresh_process_state")
     eval_example.set_config(line_length=110)
-    if eval_example.update_examples:
-        eval_example.run_print_update(example)
-    else:
-        eval_example.run_print_check(example)
+    try:
+        if eval_example.update_examples:
+            eval_example.run_print_update(example)
+        else:
+            eval_example.run_print_check(example)
+    except Exception:
+        # Said here, as text: pytest's own traceback of code run from a page's block can crash the
+        # whole session (its frames have no source file), and a failing page must fail one test.
+        pytest.fail(f"{example} raised:\n{traceback.format_exc()}", pytrace=False)
