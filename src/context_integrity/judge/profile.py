@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, get_args
 
@@ -148,6 +148,60 @@ class ToolTally:
         self.echoing_calls += other.echoing_calls
         self.unnamed += other.unnamed
 
+    def renamed(self, rename: Callable[[str], str]) -> ToolTally:
+        """This tally with its column and argument names, and the producers it names, renamed (see
+        :meth:`Profile.renamed`)."""
+        out = ToolTally(
+            calls=self.calls,
+            runs=self.runs,
+            rowset_calls=self.rowset_calls,
+            rows=self.rows,
+            repeats=self.repeats,
+            runs_with_repeats=self.runs_with_repeats,
+            echoing_calls=self.echoing_calls,
+            unnamed=self.unnamed,
+        )
+        for column, kinds in self.columns.items():
+            shown = _named(rename(column))
+            if shown is None:
+                out.unnamed += sum(kinds.values())
+                continue
+            _add_counts(out.columns.setdefault(shown, {}), kinds, len(VALUE_KINDS))
+            calls = out.column_calls.get(shown, 0) + self.column_calls.get(column, 0)
+            out.column_calls[shown] = min(calls, self.rowset_calls)  # two columns merged: calls overlap
+        for path, argument in self.arguments.items():
+            shown = _named(rename(path))
+            if shown is None:
+                out.unnamed += argument.judged + argument.short
+                continue
+            producers = _renamed_counts(argument.producers, rename, out)
+            echoed = _renamed_counts(argument.echoed, rename, out)
+            out.arguments.setdefault(shown, ArgumentTally()).merge(
+                ArgumentTally(
+                    judged=argument.judged,
+                    short=argument.short,
+                    producers=producers,
+                    echoed=echoed,
+                    from_user=argument.from_user,
+                    unserved=argument.unserved,
+                )
+            )
+        return out
+
+
+def _renamed_counts(
+    counts: Mapping[str, int], rename: Callable[[str], str], tally: ToolTally
+) -> dict[str, int]:
+    """Producer -> values, the producers renamed; the values of one left out are counted on ``tally``."""
+    out: dict[str, int] = {}
+    for name, count in counts.items():
+        shown = _named(rename(name))
+        if shown is None:
+            tally.unnamed += count
+        else:
+            out[shown] = out.get(shown, 0) + count
+    return out
+
 
 def _add_counts(into: dict[str, int], counts: Mapping[str, int], cap: int) -> None:
     for key, count in counts.items():
@@ -181,6 +235,23 @@ class Profile:
             mine = self.tool(name)
             if mine is not None:
                 mine.merge(tally)
+
+    def renamed(self, rename: Callable[[str], str]) -> Profile:
+        """The profile with every name it holds (tools, columns, argument paths, producers) as
+        ``rename`` returns it: how the names leave through the application's redaction hook. Names
+        that come back equal are merged; one that comes back not shaped like a name is left out and
+        counted, as a key made of data is."""
+        out = Profile(runs=self.runs, unnamed_tools=self.unnamed_tools)
+        for name, tally in self.tools.items():
+            shown = _named(rename(name))
+            if shown is None:
+                out.unnamed_tools += 1
+                continue
+            mine = out.tool(shown)  # past the cap it is counted there
+            if mine is not None:
+                mine.merge(tally.renamed(rename))
+                mine.runs = min(mine.runs, self.runs)  # two tools merged ran in the same runs
+        return out
 
     # ── the summary span's form: compact JSON of names and counts ──────
 
