@@ -117,6 +117,24 @@ def test_profiling_is_off_by_default_and_on_in_dev_posture() -> None:
     assert Dials().in_force()["profile"] == "false"
 
 
+def test_a_result_whose_arguments_were_not_recorded_is_still_profiled() -> None:
+    """A trace that records a tool's result but not its arguments by name (OpenInference writes a
+    LangChain one-argument tool's input as the bare string) still tells its columns; a repeat or an
+    echo, which need the arguments, is never guessed."""
+
+    def not_recorded() -> dict[str, Any]:
+        raise LookupError("the span holds the tool's input as text")
+
+    judge = _judge(profile=True)
+    for call in ("c1", "c2"):
+        judge.write("list_hosts", call, HOSTS, arguments=not_recorded)
+    assert judge.profiler is not None
+    hosts = judge.profiler.profile.tools["list_hosts"]
+    assert (hosts.calls, hosts.rowset_calls, hosts.rows) == (2, 2, 6)
+    assert hosts.columns["host"] == {"string": 6}
+    assert hosts.repeats == 0 and hosts.echoing_calls == 0
+
+
 def test_a_key_made_of_data_is_counted_never_named() -> None:
     judge = _judge(profile=True)
     judge.write("lookup", "c1", [{"alice@example.com": 1, "ok": 2}], arguments={})

@@ -414,16 +414,18 @@ class RunProfiler:
         self._repeated_tools: set[str] = set()
 
     def on_result(
-        self, tool_name: str, reading: ResultReading, result: object, arguments: Mapping[str, Any]
+        self, tool_name: str, reading: ResultReading, result: object, arguments: Mapping[str, Any] | None
     ) -> None:
-        """A tool returned: tally its columns, note repeats and echoes, and keep its text as ground."""
+        """A tool returned: tally its columns, note repeats and echoes, and keep its text as ground.
+        ``arguments`` is ``None`` where they are not known (a trace that did not record them): the
+        columns are tallied, and no repeat or echo is guessed."""
         tally = self.profile.tool(tool_name)
         asked = tuple(value.lower() for _, value in _argument_values(arguments) if value)
         text = _lowered_text(result)
         if tally is not None:
             tally.calls += 1
             tally.runs = 1
-            key = arguments_key(arguments)
+            key = arguments_key(arguments) if arguments is not None else None
             if key is not None:
                 if (tool_name, key) in self._seen_calls:
                     tally.repeats += 1
