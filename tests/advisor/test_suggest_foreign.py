@@ -185,6 +185,12 @@ def test_retro_files_what_judge_files_under_the_proposals(
     assert filed == expected
     total = sum(expected.values())
     assert f"{RUNS} run(s) judged again would have filed {total} finding(s), in {RUNS} run(s)" in retro
+    if EMPTY_LOOKUP not in recording.filed:  # what could not be judged is said, never counted clean
+        assert re.search(
+            rf"; {RUNS} check\(s\) could not be judged, in {RUNS} run\(s\) \(the first: the tool's "
+            r"arguments: input.value holds the tool's input as text",
+            retro,
+        )
 
 
 @pytest.mark.parametrize("recorded", RECORDINGS[:1], ids=lambda recording: recording.id, indirect=True)
