@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal, get_args
 
 from ..checks.column_types.values import OFFENCE, is_iso_date
@@ -151,16 +151,7 @@ class ToolTally:
     def renamed(self, rename: Callable[[str], str]) -> ToolTally:
         """This tally with its column and argument names, and the producers it names, renamed (see
         :meth:`Profile.renamed`)."""
-        out = ToolTally(
-            calls=self.calls,
-            runs=self.runs,
-            rowset_calls=self.rowset_calls,
-            rows=self.rows,
-            repeats=self.repeats,
-            runs_with_repeats=self.runs_with_repeats,
-            echoing_calls=self.echoing_calls,
-            unnamed=self.unnamed,
-        )
+        out = replace(self, columns={}, column_calls={}, arguments={})
         for column, kinds in self.columns.items():
             shown = _named(rename(column))
             if shown is None:
@@ -176,16 +167,8 @@ class ToolTally:
                 continue
             producers = _renamed_counts(argument.producers, rename, out)
             echoed = _renamed_counts(argument.echoed, rename, out)
-            out.arguments.setdefault(shown, ArgumentTally()).merge(
-                ArgumentTally(
-                    judged=argument.judged,
-                    short=argument.short,
-                    producers=producers,
-                    echoed=echoed,
-                    from_user=argument.from_user,
-                    unserved=argument.unserved,
-                )
-            )
+            renamed = replace(argument, producers=producers, echoed=echoed)
+            out.arguments.setdefault(shown, ArgumentTally()).merge(renamed)
         return out
 
 
