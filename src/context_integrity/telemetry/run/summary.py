@@ -55,9 +55,11 @@ def profile_of(judge: RunJudge | None, redact: Redactor | None = None) -> str | 
         return None
     with judge.lock:
         profile = judge.profiler.profile
-        if redact is not None:
-            profile = profile.renamed(Redaction(redact).whole)
-        return profile.encode(MAX_PROFILE_CHARS) or None
+        if redact is None:
+            return profile.encode(MAX_PROFILE_CHARS) or None
+        # A copy under the lock; the application's hook runs outside it (it may be slow, or log).
+        profile = profile.renamed(str)
+    return profile.renamed(Redaction(redact).whole).encode(MAX_PROFILE_CHARS) or None
 
 
 def abandon(judge: RunJudge | None, held: HeldSpan | None, inst: Instrumentation | None) -> None:
