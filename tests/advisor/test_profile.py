@@ -7,6 +7,7 @@ import gc
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -311,6 +312,35 @@ def test_renaming_keeps_the_counts_and_merges_names_that_come_back_equal() -> No
     # The producer it named is gone too, and the value it served counted as left out.
     paths = gone.tools["host_paths"]
     assert paths.arguments["host"].producers == {} and paths.unnamed == 1
+
+
+def test_the_hook_is_handed_the_profiles_names_outside_the_runs_lock(telemetry: Telemetry) -> None:
+    """The application's hook may be slow or log: while it runs, another thread can still take the
+    run's lock (a tool result on another thread is never held up by it)."""
+    taken: list[bool] = []
+    runs: list[ci.Run] = []
+
+    def hook(text: str) -> str:
+        if text == "list_hosts":
+            judge = runs[0].judge
+            assert judge is not None
+
+            def take() -> None:
+                got = judge.lock.acquire(timeout=2)
+                taken.append(got)
+                if got:
+                    judge.lock.release()
+
+            other = threading.Thread(target=take)
+            other.start()
+            other.join()
+        return text
+
+    telemetry.configure(profile=True, redact=hook)
+    with ci.run("triage") as run:
+        runs.append(run)
+        run.tool_result("list_hosts", "c1", HOSTS, arguments={})
+    assert taken == [True]
 
 
 def test_a_dropped_runs_profile_passes_the_hook_too(telemetry: Telemetry) -> None:
