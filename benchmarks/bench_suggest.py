@@ -19,6 +19,7 @@ Run: ``python benchmarks/bench_suggest.py [runs] [rounds]``.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -32,16 +33,24 @@ from context_integrity.advisor.gather import RETRO_DIALS, gather
 from context_integrity.advisor.proposals import Proposals, propose
 from context_integrity.advisor.render import proposed_contracts
 from context_integrity.judge import ContractBook
+from context_integrity.telemetry.export.recording_file import RECORDING_MAX_BYTES_ENV_VAR
 from context_integrity.traces import judge_runs, read_runs
 
 TARGET = 2.0
 MEMORY_TARGET = 1.5
 AGENT = Path(__file__).resolve().parents[1] / "tests" / "advisor" / "scripted_triage.py"
+# Large enough for 10,000 runs of the scripted agent in one file (about 16 KB a run).
+_WHOLE_RECORDING_BYTES = 4 * 1024**3
 
 
 def _record(path: Path, runs: int) -> None:
+    """Record ``runs`` runs in one file: the recording rotates at 64 MiB (past it only the newest runs
+    would be measured), so the benchmark raises its rotation size to hold them all."""
     subprocess.run(
-        [sys.executable, str(AGENT), str(path), "--runs", str(runs)], check=True, capture_output=True
+        [sys.executable, str(AGENT), str(path), "--runs", str(runs)],
+        check=True,
+        capture_output=True,
+        env={**os.environ, RECORDING_MAX_BYTES_ENV_VAR: str(_WHOLE_RECORDING_BYTES)},
     )
 
 
@@ -79,6 +88,8 @@ def main() -> None:
             f"(made in {time.monotonic() - started:.0f} s); the tenth: {small.stat().st_size / 1e6:.1f} MB"
         )
         proposals = _suggest(big)
+        if proposals.runs != runs:
+            raise SystemExit(f"the recording holds {proposals.runs:,} runs, not {runs:,}: nothing measured")
         book = ContractBook()
         contracts = proposed_contracts(proposals)
         for contract in contracts.tools:

@@ -52,6 +52,7 @@ POSITIONS = (
     "padded_cell",
     "argument_value",
     "argument_key",
+    "column_key",
     "unserved_value",
     "once_value",
     "once_key",
@@ -100,6 +101,7 @@ def main(recording: str, phoenix: str, hook_kind: str, capture: str, seen_path: 
         notice_empty_lookups=True,
         notice_prior_turn_evidence=True,
         external_grounds=vouched,
+        profile=True,  # the run's profile names column keys and argument paths: the world's names
         instrument=(),
     )
     ci.declare_tool("producer")
@@ -134,7 +136,7 @@ def main(recording: str, phoenix: str, hook_kind: str, capture: str, seen_path: 
             agent,
             "producer",
             "c1",
-            [{"id": SECRETS["tool_result"], "note": PAD + SECRETS["padded_cell"]}],
+            [{"id": SECRETS["tool_result"], "note": PAD + SECRETS["padded_cell"], SECRETS["column_key"]: 1}],
             {},
         )
         # An argument the producer served, looked up and found empty (empty-lookup); a value nothing

@@ -2,9 +2,9 @@
 
 ``tests/redaction_scenario.py`` runs one agent in a process of its own with ``setup(redact=...)``,
 a distinct secret in each position (the question, a user message, the instructions, tool results,
-argument values, argument keys, model text, the final answer and a typed answer field, a settled
-fact, a value the application vouches for, a tool's exception), several of them past the 80
-characters a quoted value is clipped to. Every channel is then searched for any stretch of any
+argument values, argument keys, the keys of a tool's rows, which the run's profile names, model
+text, the final answer and a typed answer field, a settled fact, a value the application vouches
+for, a tool's exception), several of them past the 80 characters a quoted value is clipped to. Every channel is then searched for any stretch of any
 secret: the recording (spans, events, log records, metrics), what the process logged, every body
 posted to Phoenix, and ``report``, ``report -v``, ``report --html`` and ``report --find`` over the
 recording. With a constant hook and with a pattern hook, with content capture off and on.

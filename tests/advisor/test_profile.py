@@ -3,9 +3,11 @@ without a single value, and read back by the recording reader."""
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,7 @@ from context_integrity.judge.profile import (
 from context_integrity.limits import MAX_PROFILE_CHARS, MAX_PROFILED_COLUMNS, MAX_PROFILED_TOOLS
 from context_integrity.loop import Message, ModelResponse, RequestFrame, ToolCall
 from context_integrity.recording import read_recording
+from context_integrity.telemetry.run.summary import ABANDONED
 from context_integrity.telemetry.schema import names
 from context_integrity.traces.assemble import Assembler
 from context_integrity.traces.model import TracedRun
@@ -113,6 +116,24 @@ def test_profiling_is_off_by_default_and_on_in_dev_posture() -> None:
     assert _judge(posture="dev", profile=False).profiler is None
     assert Dials(posture="dev").in_force()["profile"] == "true"
     assert Dials().in_force()["profile"] == "false"
+
+
+def test_a_result_whose_arguments_were_not_recorded_is_still_profiled() -> None:
+    """A trace that records a tool's result but not its arguments by name (OpenInference writes a
+    LangChain one-argument tool's input as the bare string) still tells its columns; a repeat or an
+    echo, which need the arguments, is never guessed."""
+
+    def not_recorded() -> dict[str, Any]:
+        raise LookupError("the span holds the tool's input as text")
+
+    judge = _judge(profile=True)
+    for call in ("c1", "c2"):
+        judge.write("list_hosts", call, HOSTS, arguments=not_recorded)
+    assert judge.profiler is not None
+    hosts = judge.profiler.profile.tools["list_hosts"]
+    assert (hosts.calls, hosts.rowset_calls, hosts.rows) == (2, 2, 6)
+    assert hosts.columns["host"] == {"string": 6}
+    assert hosts.repeats == 0 and hosts.echoing_calls == 0
 
 
 def test_a_key_made_of_data_is_counted_never_named() -> None:
@@ -212,6 +233,132 @@ def test_without_profiling_the_summary_span_has_no_profile(telemetry: Telemetry)
         run.tool_result("list_hosts", "c1", HOSTS)
     (summary,) = telemetry.summaries()
     assert summary.attributes is not None and names.PROFILE not in summary.attributes
+
+
+SECRET = "sk_live_4f9a2c7e1b"
+
+
+def _scrub(seen: list[str]) -> Any:
+    def hook(text: str) -> str:
+        seen.append(text)
+        return text.replace(SECRET, "[key]")
+
+    return hook
+
+
+def test_every_name_in_the_exported_profile_passes_the_redaction_hook(telemetry: Telemetry) -> None:
+    """The profile's names come from the world (column keys of a tool's rows, argument paths the
+    model chose, tool and producer names): each is handed to the application's hook whole before it
+    leaves, like every other exported string, and the names the hook left alone stay readable."""
+    seen: list[str] = []
+    telemetry.configure(profile=True, redact=_scrub(seen))
+    with ci.run("triage") as run:
+        rows = [{"host": "server-alpha", SECRET: 1, f"token_{SECRET}": "x"}, {"host": "server-beta"}]
+        run.tool_result("list_hosts", "c1", rows, arguments={"query": "all"})
+        with run.request(RequestFrame.of([Message("user", "paths please")])) as call:
+            call.respond(
+                ModelResponse(
+                    calls=(ToolCall("host_paths", "c2", {"host": "server-alpha", "by": {SECRET: "yes!"}}),)
+                )
+            )
+        run.tool_result("host_paths", "c2", [{"path": "/a"}], arguments={"host": "server-alpha"})
+    (summary,) = telemetry.summaries()
+    assert summary.attributes is not None
+    exported = str(summary.attributes[names.PROFILE])
+    assert SECRET not in exported
+    assert all(
+        SECRET not in str(value)
+        for span in telemetry.finished()
+        for value in (span.attributes or {}).values()
+    )
+    # The hook was handed each name whole: the column keys and the argument path holding the secret.
+    assert {SECRET, f"token_{SECRET}", f"by.{SECRET}"} <= set(seen)
+    profile = decode_profile(exported)
+    hosts = profile.tools["list_hosts"]
+    assert set(hosts.columns) == {"host", "token_[key]"}  # the bare secret became "[key]": no name
+    assert hosts.unnamed >= 1  # what is left out is counted
+    assert profile.tools["host_paths"].arguments["host"].producers == {"list_hosts": 1}
+    assert len(exported) <= MAX_PROFILE_CHARS
+
+
+def test_a_hook_that_fails_on_a_name_leaves_it_out_of_the_profile(telemetry: Telemetry) -> None:
+    def hook(text: str) -> str:
+        if SECRET in text:
+            raise ValueError("refused")
+        return text
+
+    telemetry.configure(profile=True, redact=hook)
+    with ci.run("triage") as run:
+        run.tool_result("list_hosts", "c1", [{"host": "a", SECRET: 1}], arguments={})
+    (summary,) = telemetry.summaries()
+    assert summary.attributes is not None
+    exported = str(summary.attributes[names.PROFILE])
+    assert SECRET not in exported
+    assert set(decode_profile(exported).tools["list_hosts"].columns) == {"host"}
+
+
+def test_renaming_keeps_the_counts_and_merges_names_that_come_back_equal() -> None:
+    judge = _judge(profile=True)
+    judge.write("list_hosts", "c1", [{"key_1": 1, "key_2": "a", "host": "server-alpha"}], arguments={})
+    judge.choice(None, ModelResponse(calls=(ToolCall("host_paths", "c2", {"host": "server-alpha"}),)))
+    assert judge.profiler is not None
+    profile = judge.profiler.profile
+    assert profile.renamed(lambda name: name) == profile
+    merged = profile.renamed(lambda name: "key_n" if name.startswith("key_") else name).tools["list_hosts"]
+    assert merged.columns["key_n"] == {"number": 1, "string": 1}
+    assert merged.column_calls["key_n"] == 1  # the same call held both: never more calls than there were
+    gone = profile.renamed(lambda name: "[x]" if name == "list_hosts" else name)
+    assert "list_hosts" not in gone.tools and gone.unnamed_tools == 1
+    # The producer it named is gone too, and the value it served counted as left out.
+    paths = gone.tools["host_paths"]
+    assert paths.arguments["host"].producers == {} and paths.unnamed == 1
+
+
+def test_the_hook_is_handed_the_profiles_names_outside_the_runs_lock(telemetry: Telemetry) -> None:
+    """The application's hook may be slow or log: while it runs, another thread can still take the
+    run's lock (a tool result on another thread is never held up by it)."""
+    taken: list[bool] = []
+    runs: list[ci.Run] = []
+
+    def hook(text: str) -> str:
+        if text == "list_hosts":
+            judge = runs[0].judge
+            assert judge is not None
+
+            def take() -> None:
+                got = judge.lock.acquire(timeout=2)
+                taken.append(got)
+                if got:
+                    judge.lock.release()
+
+            other = threading.Thread(target=take)
+            other.start()
+            other.join()
+        return text
+
+    telemetry.configure(profile=True, redact=hook)
+    with ci.run("triage") as run:
+        runs.append(run)
+        run.tool_result("list_hosts", "c1", HOSTS, arguments={})
+    assert taken == [True]
+
+
+def test_a_dropped_runs_profile_passes_the_hook_too(telemetry: Telemetry) -> None:
+    """A run entered and never exited is summarised when it is collected: its profile too leaves
+    through the hook."""
+    seen: list[str] = []
+    telemetry.configure(profile=True, redact=_scrub(seen))
+    dropped = ci.run("q", agent_name="dropped")
+    dropped.__enter__()
+    dropped.tool_result("list_hosts", "c1", [{"host": "a", f"token_{SECRET}": 1}], arguments={})
+    del dropped
+    gc.collect()
+    (summary,) = telemetry.summaries()
+    assert summary.attributes is not None
+    assert summary.attributes[names.RUN_OUTCOME] == ABANDONED
+    exported = str(summary.attributes[names.PROFILE])
+    assert SECRET not in exported and f"token_{SECRET}" in seen
+    assert set(decode_profile(exported).tools["list_hosts"].columns) == {"host", "token_[key]"}
 
 
 MARKER = "ZZSECRET-7f3a9c"

@@ -129,6 +129,17 @@ def test_retro_files_the_demos_column_and_grounding_findings(recordings: dict[st
     assert "would have filed 20 finding(s), in 13 run(s)" in result.stdout
 
 
+def test_retro_over_runs_without_content_says_it_judged_nothing(recordings: dict[str, Path]) -> None:
+    """A profile holds no values: judged again, its runs file nothing because nothing could be
+    judged, which --retro says rather than reporting them clean."""
+    result = _suggest(str(recordings["profile"]), "--format", "report", "--retro")
+    assert result.returncode == 0, result.stderr
+    assert "None of the 24 run(s) could be judged again" in result.stdout
+    assert "capture_content=True" in result.stdout
+    # Where content was recorded, the same sentence never appears.
+    assert "could be judged again" not in _suggest(str(recordings["content"]), "--retro").stdout
+
+
 def test_retro_in_a_contracts_file_keeps_the_file_valid(recordings: dict[str, Path]) -> None:
     result = _suggest(str(recordings["content"]), "--retro")
     assert "# Under these declarations" in result.stdout

@@ -11,7 +11,7 @@ and offline (a :class:`~context_integrity.judge.ContractBook`).
 Run as a script, it records one run the way a user's agent process does, with no ``ci.setup``: the
 framework, one instrumentation, spans exported to an OTLP/JSON lines file::
 
-    python -m tests.traces.recorded_agents pydantic_ai openinference /tmp/run.jsonl
+    python -m tests.traces.recorded_agents pydantic_ai openinference /tmp/run.jsonl [RUNS]
 
 Every model is scripted and offline: pydantic-ai's ``FunctionModel``; the Agents SDK's Chat Completions
 model over an httpx mock transport (a real client, so the SDK traces what it sent and got); a LangChain
@@ -474,10 +474,18 @@ def _logfire(path: str) -> None:
     )
 
 
-def record(framework: str, instrumentation: str, path: str) -> str:
-    """Run the scripted agent on ``framework`` with ``instrumentation`` only; spans go to ``path``.
-    The frameworks ``pydantic_ai_conversation`` and ``langchain_conversation`` play the two-turn
-    conversation (:data:`CONVERSATION`, :data:`SPOKEN_CONVERSATION`)."""
+def _played(runs: int, play: Callable[[], str]) -> str:
+    """The scripted run played ``runs`` times in this process (one trace each); the last answer."""
+    answer = ""
+    for _ in range(runs):
+        answer = play()
+    return answer
+
+
+def record(framework: str, instrumentation: str, path: str, runs: int = 1) -> str:
+    """Run the scripted agent ``runs`` times on ``framework`` with ``instrumentation`` only; spans go
+    to ``path``. The frameworks ``pydantic_ai_conversation`` and ``langchain_conversation`` play the
+    two-turn conversation once (:data:`CONVERSATION`, :data:`SPOKEN_CONVERSATION`)."""
     if framework in ("pydantic_ai", "pydantic_ai_conversation"):
         from pydantic_ai.models.instrumented import InstrumentationSettings
 
@@ -499,25 +507,25 @@ def record(framework: str, instrumentation: str, path: str) -> str:
             raise SystemExit(f"no recording for {framework} under {instrumentation}")
         if framework == "pydantic_ai_conversation":
             return json.dumps(run_pydantic_ai_conversation(instrument))
-        return run_pydantic_ai(pydantic_ai_agent(instrument))
+        return _played(runs, lambda: run_pydantic_ai(pydantic_ai_agent(instrument)))
     if framework == "openai_agents":
         _quiet_agents_sdk()
         if instrumentation == "openinference":
             from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
 
             OpenAIAgentsInstrumentor().instrument(tracer_provider=_provider(path))
-            return run_openai_agents()
+            return _played(runs, run_openai_agents)
         if instrumentation == "logfire":
             import logfire
 
             _logfire(path)
             logfire.instrument_openai_agents()
-            return run_openai_agents()
+            return _played(runs, run_openai_agents)
         if instrumentation == "contrib":
             from opentelemetry.instrumentation.openai_agents import OpenAIAgentsInstrumentor as Contrib
 
             Contrib().instrument(tracer_provider=_provider(path))
-            return run_openai_agents()
+            return _played(runs, run_openai_agents)
     if framework == "langchain_conversation":
         if instrumentation == "openinference":
             from openinference.instrumentation.langchain import LangChainInstrumentor
@@ -535,23 +543,24 @@ def record(framework: str, instrumentation: str, path: str) -> str:
             from openinference.instrumentation.langchain import LangChainInstrumentor
 
             LangChainInstrumentor().instrument(tracer_provider=_provider(path))
-            return run_langchain()
+            return _played(runs, run_langchain)
         if instrumentation == "openllmetry":
             from opentelemetry.instrumentation.langchain import LangchainInstrumentor
 
             LangchainInstrumentor().instrument(tracer_provider=_provider(path))
-            return run_langchain()
+            return _played(runs, run_langchain)
     if framework == "smolagents" and instrumentation == "openinference":
         from openinference.instrumentation.smolagents import SmolagentsInstrumentor
 
         SmolagentsInstrumentor().instrument(tracer_provider=_provider(path))
-        return run_smolagents()
+        return _played(runs, run_smolagents)
     raise SystemExit(f"no recording for {framework} under {instrumentation}")
 
 
 def main(argv: Sequence[str]) -> int:
-    framework, instrumentation, path = argv
-    answer = record(framework, instrumentation, path)
+    """``FRAMEWORK INSTRUMENTATION PATH [RUNS]``."""
+    framework, instrumentation, path, *runs = argv
+    answer = record(framework, instrumentation, path, int(runs[0]) if runs else 1)
     print(json.dumps({"answer": answer}))
     return 0
 

@@ -100,6 +100,10 @@ def _retro(args: argparse.Namespace, proposals: Proposals) -> str:
     if not proposals.declared_tools:
         return "\n--retro: nothing was proposed, so nothing would have been filed.\n"
     runs = found = with_findings = 0
+    # Runs in which no check could judge anything, and in which some could not: a run that filed
+    # nothing because nothing could be read is not a clean run.
+    unjudged = partly = not_judged = 0
+    reason: str | None = None
     shown: list[JudgedRun] = []
     for judged in retro(open_source_of(args)[1], proposals):
         runs += 1
@@ -108,10 +112,31 @@ def _retro(args: argparse.Namespace, proposals: Proposals) -> str:
             found += len(judged.findings)
             if len(shown) < MAX_RETRO_RUNS_SHOWN:
                 shown.append(judged)
+        totals = judged.totals
+        if totals["unreachable"]:
+            not_judged += totals["unreachable"]
+            if totals["checked"]:
+                partly += 1
+            else:
+                unjudged += 1
+            if reason is None and judged.unreachable:
+                reason = judged.unreachable[0].reason
     text = (
         f"\nUnder these declarations, {runs} run(s) judged again would have filed {found} finding(s), "
         f"in {with_findings} run(s)"
     )
+    if runs and unjudged == runs:
+        return (
+            text + f". None of the {runs} run(s) could be judged again: --retro reads the values the "
+            f"checks judge, and these runs hold none (the first: {reason}). Record with "
+            "setup(capture_content=True) to see what the proposals catch; a profile holds names and "
+            "counts only.\n"
+        )
+    if unjudged or partly:
+        text += (
+            f"; {not_judged} check(s) could not be judged, in {unjudged + partly} run(s) "
+            f"(the first: {reason})"
+        )
     if not shown:
         return text + ".\n"
     more = with_findings - len(shown)

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal, get_args
 
 from ..checks.column_types.values import OFFENCE, is_iso_date
@@ -148,6 +148,43 @@ class ToolTally:
         self.echoing_calls += other.echoing_calls
         self.unnamed += other.unnamed
 
+    def renamed(self, rename: Callable[[str], str]) -> ToolTally:
+        """This tally with its column and argument names, and the producers it names, renamed (see
+        :meth:`Profile.renamed`)."""
+        out = replace(self, columns={}, column_calls={}, arguments={})
+        for column, kinds in self.columns.items():
+            shown = _named(rename(column))
+            if shown is None:
+                out.unnamed += sum(kinds.values())
+                continue
+            _add_counts(out.columns.setdefault(shown, {}), kinds, len(VALUE_KINDS))
+            calls = out.column_calls.get(shown, 0) + self.column_calls.get(column, 0)
+            out.column_calls[shown] = min(calls, self.rowset_calls)  # two columns merged: calls overlap
+        for path, argument in self.arguments.items():
+            shown = _named(rename(path))
+            if shown is None:
+                out.unnamed += argument.judged + argument.short
+                continue
+            producers = _renamed_counts(argument.producers, rename, out)
+            echoed = _renamed_counts(argument.echoed, rename, out)
+            renamed = replace(argument, producers=producers, echoed=echoed)
+            out.arguments.setdefault(shown, ArgumentTally()).merge(renamed)
+        return out
+
+
+def _renamed_counts(
+    counts: Mapping[str, int], rename: Callable[[str], str], tally: ToolTally
+) -> dict[str, int]:
+    """Producer -> values, the producers renamed; the values of one left out are counted on ``tally``."""
+    out: dict[str, int] = {}
+    for name, count in counts.items():
+        shown = _named(rename(name))
+        if shown is None:
+            tally.unnamed += count
+        else:
+            out[shown] = out.get(shown, 0) + count
+    return out
+
 
 def _add_counts(into: dict[str, int], counts: Mapping[str, int], cap: int) -> None:
     for key, count in counts.items():
@@ -181,6 +218,23 @@ class Profile:
             mine = self.tool(name)
             if mine is not None:
                 mine.merge(tally)
+
+    def renamed(self, rename: Callable[[str], str]) -> Profile:
+        """The profile with every name it holds (tools, columns, argument paths, producers) as
+        ``rename`` returns it: how the names leave through the application's redaction hook. Names
+        that come back equal are merged; one that comes back not shaped like a name is left out and
+        counted, as a key made of data is."""
+        out = Profile(runs=self.runs, unnamed_tools=self.unnamed_tools)
+        for name, tally in self.tools.items():
+            shown = _named(rename(name))
+            if shown is None:
+                out.unnamed_tools += 1
+                continue
+            mine = out.tool(shown)  # past the cap it is counted there
+            if mine is not None:
+                mine.merge(tally.renamed(rename))
+                mine.runs = min(mine.runs, self.runs)  # two tools merged ran in the same runs
+        return out
 
     # ── the summary span's form: compact JSON of names and counts ──────
 
@@ -343,16 +397,18 @@ class RunProfiler:
         self._repeated_tools: set[str] = set()
 
     def on_result(
-        self, tool_name: str, reading: ResultReading, result: object, arguments: Mapping[str, Any]
+        self, tool_name: str, reading: ResultReading, result: object, arguments: Mapping[str, Any] | None
     ) -> None:
-        """A tool returned: tally its columns, note repeats and echoes, and keep its text as ground."""
+        """A tool returned: tally its columns, note repeats and echoes, and keep its text as ground.
+        ``arguments`` is ``None`` where they are not known (a trace that did not record them): the
+        columns are tallied, and no repeat or echo is guessed."""
         tally = self.profile.tool(tool_name)
         asked = tuple(value.lower() for _, value in _argument_values(arguments) if value)
         text = _lowered_text(result)
         if tally is not None:
             tally.calls += 1
             tally.runs = 1
-            key = arguments_key(arguments)
+            key = arguments_key(arguments) if arguments is not None else None
             if key is not None:
                 if (tool_name, key) in self._seen_calls:
                     tally.repeats += 1

@@ -311,11 +311,7 @@ class RunJudge:
         if (seen.contract is not None and seen.contract.once_per_run) or self.contracts.any_claims():
             self._bookkeep("recording an execution", lambda: self.state.after_result(seen))
         if self.profiler is not None:
-            profiler = self.profiler
-            self._bookkeep(
-                "profiling a tool result",
-                lambda: profiler.on_result(tool_name, seen.reading, seen.result, seen.arguments()),
-            )
+            self._bookkeep("profiling a tool result", self._profile_result, self.profiler, tool_name, seen)
         return verdict
 
     def _with_server(
@@ -346,6 +342,14 @@ class RunJudge:
             return encounter
         own = [f for f in encounter.findings if (f.kind, f.predicate) not in remote.filed]
         return dataclasses.replace(encounter, findings=own)
+
+    @staticmethod
+    def _profile_result(profiler: RunProfiler, tool_name: str, seen: ToolResultSeen) -> None:
+        try:
+            arguments: Mapping[str, Any] | None = seen.arguments()
+        except Exception:  # not in the evidence (a trace that recorded the input as text): still a result
+            arguments = None
+        profiler.on_result(tool_name, seen.reading, seen.result, arguments)
 
     def _write_failed(self, tool_name: str, error: Exception, noted: set[int]) -> ToolVerdict:
         self.internal_errors.append(InternalError("judging a tool result", error))

@@ -213,7 +213,7 @@ class Run:
                 _tell_if_made_elsewhere(span, inst)
             record_judge_errors(span, judge)
             if held.owned and inst is not None and inst.processor is not None and span.is_recording():
-                inst.processor.expect(span.get_span_context().span_id, weak_summary(self, judge))
+                inst.processor.expect(span.get_span_context().span_id, weak_summary(self, judge, inst.redact))
             # The same entry, now knowing its span; the first token still restores what was before.
             below = self._run_token.old_value if self._run_token is not None else None
             below = below if isinstance(below, EnteredRun) else None
@@ -361,7 +361,7 @@ class Run:
         return format(self.span.get_span_context().trace_id, "032x")
 
     def summary(self) -> RunSummary:
-        return summary_of(self.judge, self.outcome)
+        return summary_of(self.judge, self.outcome, self._inst.redact if self._inst is not None else None)
 
     # ── the loop protocol ──────────────────────────────────────────────
     def request(
