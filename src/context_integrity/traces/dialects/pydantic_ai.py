@@ -156,6 +156,8 @@ class PydanticAIDialect:
     """pydantic-ai's own instrumentation, directly or through Logfire."""
 
     key = KEY
+    # What every span it claims carries (see Dialect.claims): its scope's name, or the run's history.
+    signs: Final = (SCOPE, ALL_MESSAGES)
 
     def claims(self, span: Span) -> bool:
         return span.scope == SCOPE or ALL_MESSAGES in span.attributes
