@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -43,11 +45,13 @@ from tests.traces.shapes import (
     write_lines,
 )
 
+from context_integrity.serve import stage as stage_module
 from context_integrity.serve.judging import TraceJudge
 from context_integrity.serve.view import span_of
 from context_integrity.telemetry.schema import decode_summary, finding_event_attributes, names
 from context_integrity.traces import JudgedRun, judge_runs, read_runs
 from context_integrity.traces.detect import detect
+from context_integrity.traces.dialects import DIALECTS, openai_agents, openinference, openllmetry, pydantic_ai
 
 from ._parts import DIALS, Out, failing_judge, judge_counting, request_of, rig
 
@@ -373,9 +377,25 @@ KEYS = st.sampled_from(
         "operation.name",
         "http.request.method",
         "x" + names.GEN_AI_OPERATION_NAME,
+        pydantic_ai.ALL_MESSAGES,
+        openinference.SPAN_KIND,
+        openllmetry.SPAN_KIND,
+        openllmetry.ENTITY_INPUT,
+        "openinference.span",
     ]
 )
-SCOPES = st.sampled_from([names.INSTRUMENTATION_NAME, "context_integrity.other", "web", "", "pydantic-ai"])
+SCOPES = st.sampled_from(
+    [
+        names.INSTRUMENTATION_NAME,
+        "context_integrity.other",
+        "web",
+        "",
+        pydantic_ai.SCOPE,
+        openai_agents.LOGFIRE_SCOPE,
+        openai_agents.CONTRIB_SCOPE,
+        "logfire",
+    ]
+)
 OPERATIONS = st.sampled_from(
     [
         names.OPERATION_EXECUTE_TOOL,
@@ -384,6 +404,8 @@ OPERATIONS = st.sampled_from(
         "embeddings",
         "",
         "GET",
+        openinference.KIND_TOOL,
+        openllmetry.KIND_TOOL,
     ]
 )
 
@@ -408,8 +430,34 @@ def test_a_span_is_held_exactly_when_a_dialect_reads_agent_work_in_it(
         span.name = names.tool_span_name("lookup")
         for key in dict.fromkeys(keys):
             pair = span.attributes.add(key=key)
-            pair.value.string_value = operation if key == names.GEN_AI_OPERATION_NAME else "lookup"
+            kinds = (names.GEN_AI_OPERATION_NAME, openinference.SPAN_KIND, openllmetry.SPAN_KIND)
+            pair.value.string_value = operation if key in kinds else "lookup"
         _, reading = detect(span_of(span, {}, scope), lambda text: None)
         expected[span.trace_id] = reading is not None
     test.stage.accept(request)
     assert {trace_id: test.stage.hold.is_held(trace_id) for trace_id in expected} == expected
+
+
+def test_a_request_with_no_agent_work_is_forwarded_without_decoding_a_span(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every dialect says its signs, so a web service's spans reach no dialect: with one dialect
+    without signs, every span of every request would be decoded and asked of each dialect."""
+    assert all(getattr(dialect, "signs", None) for dialect in DIALECTS)
+    decoded: list[trace_pb2.Span] = []
+
+    def counted(span: trace_pb2.Span, *args: Any) -> Any:
+        decoded.append(span)
+        return span_of(span, *args)
+
+    monkeypatch.setattr(stage_module, "span_of", counted)
+    test = rig()
+    request = ExportTraceServiceRequest()
+    scope_spans = request.resource_spans.add().scope_spans.add()
+    scope_spans.scope.name = "opentelemetry.instrumentation.flask"
+    span = scope_spans.spans.add(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name="GET /orders/{id}")
+    span.attributes.add(key="http.request.method").value.string_value = "GET"
+    test.stage.accept(request, request.SerializeToString())
+    test.flush()
+    assert decoded == []
+    assert [out.proto for out in test.target.spans()] == [span]

@@ -241,7 +241,13 @@ class LineDocuments:
         except ValueError as error:  # a number of more than 4300 digits, which Python will not parse
             self._problem(number, f"not readable JSON ({clip(str(error), 120)})")
             return
-        yield number, document
+        # Handed over, not kept: while the caller works through the document, this suspended frame
+        # holds no reference to it, so a caller that lets it go early frees it there and then (a
+        # line's document is tens of thousands of objects; kept alive through the work on its spans,
+        # the cyclic collector's older generations would walk it again and again).
+        handed = [document]
+        del document
+        yield number, handed.pop()
 
 
 class _Reader:

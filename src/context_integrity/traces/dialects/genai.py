@@ -24,6 +24,7 @@ spans better. The readers here are shared with them (``messages_of``, ``response
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 from ...limits import MAX_REMEMBERED_DECODINGS, MAX_REMEMBERED_TEXT_CHARS
@@ -31,7 +32,7 @@ from ...loop import Message, ModelResponse, RequestFrame, Role, ToolCall, ToolDe
 from ...telemetry.schema import names
 from ..readings import AgentReading, AnswerReading, Missing, ModelCallReading, Reading, ToolReading
 from ..spans import Attributes, Span
-from ..values import arguments_of, not_recorded, structured, text_of
+from ..values import arguments_of, not_recorded, parsed_json, structured, text_of
 
 KEY: Final = "genai"
 
@@ -104,13 +105,19 @@ def messages_from(value: object, conversation: str | None = None) -> tuple[Messa
     """
     if not isinstance(value, (list, tuple)):
         return None
-    entries = list(value)
+    return _decoded(list(value), conversation, None, calls_checked=False)
+
+
+def _decoded(
+    entries: list[object], conversation: str | None, text: str | None, *, calls_checked: bool
+) -> tuple[Message, ...]:
+    """The messages of ``entries``, remembered for ``conversation`` with the ``text`` they were
+    parsed from (see :func:`messages_from`)."""
     decoded: list[tuple[Message, ...]] = []
     if conversation is not None:
         before = _CONVERSATIONS.get(conversation)
         if before is not None:
-            old_entries, old_decoded = before
-            for entry, old_entry, old in zip(entries, old_entries, old_decoded):  # noqa: B905 - the shorter
+            for entry, old_entry, old in zip(entries, before.entries, before.decoded):  # noqa: B905 - the shorter
                 if entry is not old_entry and entry != old_entry:
                     break
                 decoded.append(old)
@@ -119,14 +126,56 @@ def messages_from(value: object, conversation: str | None = None) -> tuple[Messa
     if conversation is not None:
         if len(_CONVERSATIONS) >= MAX_REMEMBERED_DECODINGS and conversation not in _CONVERSATIONS:
             _CONVERSATIONS.clear()
-        _CONVERSATIONS[conversation] = (entries, decoded)
+        _CONVERSATIONS[conversation] = _Conversation(entries, decoded, text, calls_checked)
     return tuple(message for messages in decoded for message in messages)
 
 
-# Trace id -> the last request's message entries and what each decoded to.
-_CONVERSATIONS: dict[str, tuple[list[object], list[tuple[Message, ...]]]] = {}
+@dataclass(frozen=True, slots=True)
+class _Conversation:
+    """One trace's last request as read: its message entries, what each decoded to, and the JSON
+    text they were parsed from (``None``: they came as structure). ``calls_checked``: the entries
+    were found not stripped of tool calls' arguments either (see :func:`stripped`)."""
+
+    entries: list[object]
+    decoded: list[tuple[Message, ...]]
+    text: str | None
+    calls_checked: bool
+
+
+# Trace id -> its last request, as read.
+_CONVERSATIONS: dict[str, _Conversation] = {}
 # (attribute, text) -> what it decoded to: the tools offered and the instructions, on every call.
 _DECODED_TEXTS: dict[tuple[str, str], object] = {}
+
+
+def _extension(text: str, before: _Conversation) -> tuple[list[object], list[object]] | None:
+    """``text`` read as the JSON text ``before`` was parsed from with entries appended: (every
+    entry, the appended ones), the remembered entries themselves first; ``None`` when it is not.
+
+    Each request of a run repeats the history the last one sent and adds to it, and instrumentations
+    write it with the same serializer each time: the last request's text with its closing bracket
+    dropped is where this one's starts. Then only what follows it is parsed, and the run's history
+    is parsed once instead of once per request. A JSON list ``[A]`` (A its elements, at least one)
+    followed by ``,B]`` (B at least one element) is the list of A's elements and B's: the same entries a
+    whole parse makes.
+    """
+    if before.text is None or not before.entries:
+        return None
+    if text == before.text:
+        return list(before.entries), []
+    opened = before.text.rstrip()[:-1]  # its closing "]": it parsed as a list
+    if not text.startswith(opened):
+        return None
+    rest = text[len(opened) :].lstrip()
+    if not rest.startswith(","):
+        return None
+    try:
+        added = parsed_json("[" + rest[1:])
+    except (ValueError, RecursionError):
+        return None  # read whole, which says why it cannot be
+    if not isinstance(added, list) or not added:
+        return None  # "[A,]" is no JSON, though "[]" is
+    return [*before.entries, *added], added
 
 
 def _remembered(key: str, value: object, decode: Callable[[object], _T]) -> _T:
@@ -247,17 +296,30 @@ def messages_of(
     stripped_calls: bool = False,
 ) -> tuple[Message, ...] | Missing:
     """The messages of attribute ``key``, or why they cannot be read (``conversation``: see
-    :func:`messages_from`). Messages stripped of their content (see :func:`stripped`) are
-    ``Missing``, ``withheld`` saying why."""
-    read = structured(value, key=key, what=what)
-    if isinstance(read, Missing):
-        return read
-    if stripped(read, calls=stripped_calls):
+    :func:`messages_from`; JSON text that extends the conversation's last request is parsed from
+    where that one ended: see :func:`_extension`). Messages stripped of their content (see
+    :func:`stripped`) are ``Missing``, ``withheld`` saying why."""
+    before = _CONVERSATIONS.get(conversation) if conversation is not None else None
+    extended = _extension(value, before) if before is not None and isinstance(value, str) else None
+    read: object
+    unchecked: object
+    if extended is not None:
+        assert before is not None
+        read, added = extended
+        # The remembered entries were checked when they were read, as strictly as now or more.
+        unchecked = added if before.calls_checked or not stripped_calls else read
+    else:
+        read = structured(value, key=key, what=what)
+        if isinstance(read, Missing):
+            return read
+        unchecked = read
+    if stripped(unchecked, calls=stripped_calls):
         return Missing(what, f"{key} holds its messages without their content: {withheld}")
-    messages = messages_from(read, conversation)
-    if messages is None:
+    if not isinstance(read, (list, tuple)):
         return Missing(what, f"{key} is not a list of messages")
-    return messages
+    return _decoded(
+        list(read), conversation, value if isinstance(value, str) else None, calls_checked=stripped_calls
+    )
 
 
 def system_of(value: object, *, key: str = names.GEN_AI_SYSTEM_INSTRUCTIONS) -> str | Missing | None:

@@ -315,6 +315,8 @@ class OpenAIAgentsDialect:
     """The OpenAI Agents SDK's traces, as Logfire and contrib's instrumentation export them."""
 
     key = KEY
+    # What every span it claims carries (see Dialect.claims): one of the two scopes' names.
+    signs: Final = (LOGFIRE_SCOPE, CONTRIB_SCOPE)
 
     def claims(self, span: Span) -> bool:
         return span.scope in (LOGFIRE_SCOPE, CONTRIB_SCOPE)

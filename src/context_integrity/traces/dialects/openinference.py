@@ -367,6 +367,8 @@ class OpenInferenceDialect:
     """OpenInference's conventions, whichever framework its instrumentor traced."""
 
     key = KEY
+    # What every span it claims carries (see Dialect.claims): the span kind's attribute key.
+    signs: Final = (SPAN_KIND,)
 
     def claims(self, span: Span) -> bool:
         attributes = span.attributes

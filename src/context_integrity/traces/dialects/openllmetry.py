@@ -287,6 +287,8 @@ class OpenLLMetryDialect:
     """OpenLLMetry's instrumentors (Traceloop)."""
 
     key = KEY
+    # What every span it claims carries (see Dialect.claims): one of its marks' attribute keys.
+    signs: Final = _MARKS
 
     def claims(self, span: Span) -> bool:
         attributes = span.attributes

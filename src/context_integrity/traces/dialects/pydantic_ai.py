@@ -123,7 +123,13 @@ def _agent(span: Span) -> AgentReading:
     history = attributes.get(ALL_MESSAGES)
     if history is not None:
         read = genai.messages_of(
-            history, key=ALL_MESSAGES, what="the run's messages", withheld=WITHHELD, stripped_calls=True
+            history,
+            key=ALL_MESSAGES,
+            what="the run's messages",
+            # The history is the last request's and the answer: only the answer is parsed anew.
+            conversation=span.trace_id,
+            withheld=WITHHELD,
+            stripped_calls=True,
         )
         messages = read if not isinstance(read, Missing) else None
     return AgentReading(name or None, answer, messages, tuple(missing))
@@ -150,6 +156,8 @@ class PydanticAIDialect:
     """pydantic-ai's own instrumentation, directly or through Logfire."""
 
     key = KEY
+    # What every span it claims carries (see Dialect.claims): its scope's name, or the run's history.
+    signs: Final = (SCOPE, ALL_MESSAGES)
 
     def claims(self, span: Span) -> bool:
         return span.scope == SCOPE or ALL_MESSAGES in span.attributes

@@ -129,7 +129,11 @@ def _line_items(lines: Iterable[bytes | OverlongLine], say: Say) -> Iterator[Sou
             problem(number, f"expected a JSON object, found {json_type(document)}")
             continue
         if RESOURCE_SPANS in document:
-            yield from spans_of_document(document, f"line {number}", say)
+            # The line's spans first, then the document let go: the spans are yielded to the
+            # assembler and the judge, whose work would otherwise keep the parsed line alive.
+            spans = list(spans_of_document(document, f"line {number}", say))
+            del document
+            yield from spans
         elif not _is_otlp(document):
             keys = ", ".join(clip(str(key), 40) for key in list(document)[:5]) or "none"
             problem(number, f"no {RESOURCE_SPANS} key, so it holds no OTLP/JSON spans (keys found: {keys})")
