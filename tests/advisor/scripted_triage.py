@@ -132,6 +132,10 @@ def main() -> None:
         ci.setup(recording_path=args.recording, capture_content=True)
     for n in range(args.runs):
         one_run(n)
+    # A fixture's recording must be whole: under a loaded machine the bounded flush at shutdown can
+    # leave spans unsent, and the tests would then read fewer runs than were played. Said, not guessed.
+    if not ci.flush(timeout_millis=120_000):
+        raise SystemExit("the recording could not be flushed whole within 120 s")
     ci.shutdown()
 
 
