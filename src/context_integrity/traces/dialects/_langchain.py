@@ -83,3 +83,11 @@ def state_messages(value: object) -> list[tuple[str, Mapping[str, Any]]] | None:
         return None
     out = [read for entry in messages if (read := message_fields(entry)) is not None]
     return out or None
+
+
+def last_assistant_text(messages: list[tuple[str, Mapping[str, Any]]]) -> str | None:
+    """The content of the last assistant message among a state's ``messages``, when it is text: the
+    run's final answer as LangGraph left it."""
+    last = [fields for role, fields in messages if role == "assistant"]
+    content = last[-1].get("content") if last else None
+    return content if isinstance(content, str) else None

@@ -340,9 +340,8 @@ def _agent(span: Span) -> AgentReading:
         read = structured(raw, key=OUTPUT_VALUE, what="the run's final answer", text_is_value=True)
         said = _langchain.state_messages(read)
         if said is not None:
-            last = [fields for role, fields in said if role == "assistant"]
-            content = last[-1].get("content") if last else None
-            if isinstance(content, str):
+            content = _langchain.last_assistant_text(said)
+            if content is not None:
                 answer = AnswerReading(content, None, span.end_time_unix_nano)
         elif attributes.get(SPAN_KIND) == KIND_AGENT and not isinstance(read, Missing):
             text = raw if isinstance(raw, str) else None
