@@ -195,41 +195,48 @@ CHROMIUM_ARGS = [
 UI_TIMEOUT_MS = 30_000
 
 
-def finding_event_in_phoenix_ui(
-    base_url: str, span_id: str, witness_key: str, witness_value: str, screenshot: Path
-) -> str:
-    """Phoenix's UI on span ``span_id``'s Events tab, its ``context_integrity.finding`` event opened
-    until ``witness_key`` and ``witness_value`` show; the page saved to ``screenshot``; its text."""
+@contextmanager
+def phoenix_span_page(base_url: str, span_id: str, *, height: int = 1200) -> Iterator[Any]:
+    """Phoenix's UI in headless Chromium, opened on span ``span_id`` (Phoenix resolves an OTel span
+    id to its trace view with that span selected); the browser is closed on leaving."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         missing("the playwright Python package", "pip install playwright (the test extra has it)")
     if not CHROMIUM_BIN.exists():
         missing(str(CHROMIUM_BIN), "the Debian chromium package")
-    from context_integrity.telemetry.schema import names
-
-    screenshot.parent.mkdir(exist_ok=True)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path=str(CHROMIUM_BIN), headless=True, args=CHROMIUM_ARGS
         )
         try:
-            page = browser.new_page(viewport={"width": 1600, "height": 1200})
+            page = browser.new_page(viewport={"width": 1600, "height": height})
             page.set_default_timeout(UI_TIMEOUT_MS)
-            # Phoenix resolves an OTel span id to its trace view with that span selected.
             page.goto(f"{base_url}/redirects/spans/{span_id}")
-            page.get_by_role("tab", name=re.compile(r"^Events")).click()
-            event = page.get_by_text(names.FINDING_EVENT, exact=True).first
-            event.wait_for()
-            witness = page.get_by_text(witness_key, exact=True).first
-            if not witness.is_visible():
-                event.click()  # expand the event to show its attributes
-            witness.wait_for()
-            page.get_by_text(witness_value, exact=True).first.wait_for()
-            page.screenshot(path=str(screenshot), full_page=True)
-            return str(page.inner_text("body"))
+            yield page
         finally:
             browser.close()
+
+
+def finding_event_in_phoenix_ui(
+    base_url: str, span_id: str, witness_key: str, witness_value: str, screenshot: Path
+) -> str:
+    """Phoenix's UI on span ``span_id``'s Events tab, its ``context_integrity.finding`` event opened
+    until ``witness_key`` and ``witness_value`` show; the page saved to ``screenshot``; its text."""
+    from context_integrity.telemetry.schema import names
+
+    screenshot.parent.mkdir(exist_ok=True)
+    with phoenix_span_page(base_url, span_id) as page:
+        page.get_by_role("tab", name=re.compile(r"^Events")).click()
+        event = page.get_by_text(names.FINDING_EVENT, exact=True).first
+        event.wait_for()
+        witness = page.get_by_text(witness_key, exact=True).first
+        if not witness.is_visible():
+            event.click()  # expand the event to show its attributes
+        witness.wait_for()
+        page.get_by_text(witness_value, exact=True).first.wait_for()
+        page.screenshot(path=str(screenshot), full_page=True)
+        return str(page.inner_text("body"))
 
 
 def library_env(**extra: str) -> dict[str, str]:

@@ -34,14 +34,11 @@ from context_integrity.telemetry.schema import names
 
 from ._services import (
     ARTIFACTS,
-    CHROMIUM_ARGS,
-    CHROMIUM_BIN,
     REPO,
-    UI_TIMEOUT_MS,
     Phoenix,
     http_json,
     library_env,
-    missing,
+    phoenix_span_page,
     running_phoenix,
     wait_until,
 )
@@ -190,12 +187,6 @@ def test_judged_again_the_annotation_is_replaced_not_doubled(judged: Judged, tmp
 
 
 def test_phoenix_ui_shows_the_annotation_on_the_judged_span(judged: Judged) -> None:
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        missing("the playwright Python package", "pip install playwright (the test extra has it)")
-    if not CHROMIUM_BIN.exists():
-        missing(str(CHROMIUM_BIN), "the Debian chromium package")
     (finding,) = judged.findings
     wait_until(
         lambda: _annotations(judged.phoenix, finding["span_id"]) or None,
@@ -203,23 +194,14 @@ def test_phoenix_ui_shows_the_annotation_on_the_judged_span(judged: Judged) -> N
         what="the annotation before the UI is opened",
     )
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM_BIN), headless=True, args=CHROMIUM_ARGS
-        )
-        try:
-            page = browser.new_page(viewport={"width": 1600, "height": 1200})
-            page.set_default_timeout(UI_TIMEOUT_MS)
-            page.goto(f"{judged.phoenix.base_url}/redirects/spans/{finding['span_id']}")
-            page.get_by_text(names.PHOENIX_ANNOTATION_NAME).first.wait_for()
-            # The span's Info tab lists its annotations by name; opened, each shows its label.
-            page.get_by_text(re.compile(r"^Annotations\s*\d+$")).first.click()
-            page.get_by_text("Table", exact=True).first.click()  # the table shows each one's label
-            page.get_by_text("unsupported-argument").first.wait_for()
-            page.screenshot(path=str(SCREENSHOT), full_page=True)
-            body = page.inner_text("body")
-        finally:
-            browser.close()
+    with phoenix_span_page(judged.phoenix.base_url, finding["span_id"]) as page:
+        page.get_by_text(names.PHOENIX_ANNOTATION_NAME).first.wait_for()
+        # The span's Info tab lists its annotations by name; opened, each shows its label.
+        page.get_by_text(re.compile(r"^Annotations\s*\d+$")).first.click()
+        page.get_by_text("Table", exact=True).first.click()  # the table shows each one's label
+        page.get_by_text("unsupported-argument").first.wait_for()
+        page.screenshot(path=str(SCREENSHOT), full_page=True)
+        body = page.inner_text("body")
     assert names.PHOENIX_ANNOTATION_NAME in body
     assert "unsupported-argument" in body
     assert SCREENSHOT.stat().st_size > 10_000

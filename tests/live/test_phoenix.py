@@ -37,14 +37,11 @@ from context_integrity.telemetry.schema import names
 
 from ._services import (
     ARTIFACTS,
-    CHROMIUM_ARGS,
-    CHROMIUM_BIN,
-    UI_TIMEOUT_MS,
     Phoenix,
     finding_event_in_phoenix_ui,
     http_json,
     library_env,
-    missing,
+    phoenix_span_page,
     run_demo,
     running_phoenix,
     wait_until,
@@ -226,29 +223,13 @@ LEDGER_SCREENSHOT = ARTIFACTS / "phoenix-ledger.png"
 def test_phoenix_ui_shows_the_ledger_on_the_summary_span(phoenix: Phoenix, delivered: Delivered) -> None:
     """The ledger is written once, as the summary span's attributes: the UI path to it is that
     span's Attributes tab, where each check's row reads with its counts."""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        missing("the playwright Python package", "pip install playwright (the test extra has it)")
-    if not CHROMIUM_BIN.exists():
-        missing(str(CHROMIUM_BIN), "the Debian chromium package")
-
     summary = _one(delivered.traces()[delivered.run_trace_id("warn")], names.DISPOSITION_SPAN)
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM_BIN), headless=True, args=CHROMIUM_ARGS
-        )
-        try:
-            page = browser.new_page(viewport={"width": 1600, "height": 1600})
-            page.set_default_timeout(UI_TIMEOUT_MS)
-            page.goto(f"{phoenix.base_url}/redirects/spans/{summary['context']['span_id']}")
-            page.get_by_role("tab", name=re.compile(r"^Attributes")).click()
-            page.get_by_text(re.compile(re.escape(COLUMN_TYPE_MISMATCH))).first.wait_for()
-            page.screenshot(path=str(LEDGER_SCREENSHOT), full_page=True)
-            body = page.inner_text("body")
-        finally:
-            browser.close()
+    with phoenix_span_page(phoenix.base_url, summary["context"]["span_id"], height=1600) as page:
+        page.get_by_role("tab", name=re.compile(r"^Attributes")).click()
+        page.get_by_text(re.compile(re.escape(COLUMN_TYPE_MISMATCH))).first.wait_for()
+        page.screenshot(path=str(LEDGER_SCREENSHOT), full_page=True)
+        body = page.inner_text("body")
 
     for check in REGISTERED_CHECKS:
         assert check.check in body, check
@@ -362,30 +343,14 @@ def test_each_finding_reads_back_from_phoenix_as_a_code_annotation_on_its_span(a
 def test_phoenix_ui_shows_the_findings_annotations_on_the_span(
     phoenix: Phoenix, annotated: Annotated
 ) -> None:
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        missing("the playwright Python package", "pip install playwright (the test extra has it)")
-    if not CHROMIUM_BIN.exists():
-        missing(str(CHROMIUM_BIN), "the Debian chromium package")
-
     disks = annotated.spans[names.tool_span_name("disks")]
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM_BIN), headless=True, args=CHROMIUM_ARGS
-        )
-        try:
-            page = browser.new_page(viewport={"width": 1600, "height": 1200})
-            page.set_default_timeout(UI_TIMEOUT_MS)
-            page.goto(f"{phoenix.base_url}/redirects/spans/{disks['context']['span_id']}")
-            # The trace tree shows each span's annotations by name, with their mean score.
-            page.get_by_text(names.PHOENIX_ANNOTATION_NAME).first.wait_for()
-            page.get_by_role("tab", name=re.compile(r"^Events")).first.wait_for()  # the span's pane is in
-            page.screenshot(path=str(ANNOTATIONS_SCREENSHOT), full_page=True)
-            body = page.inner_text("body")
-        finally:
-            browser.close()
+    with phoenix_span_page(phoenix.base_url, disks["context"]["span_id"]) as page:
+        # The trace tree shows each span's annotations by name, with their mean score.
+        page.get_by_text(names.PHOENIX_ANNOTATION_NAME).first.wait_for()
+        page.get_by_role("tab", name=re.compile(r"^Events")).first.wait_for()  # the span's pane is in
+        page.screenshot(path=str(ANNOTATIONS_SCREENSHOT), full_page=True)
+        body = page.inner_text("body")
 
     assert names.PHOENIX_ANNOTATION_NAME in body
     assert Path(ANNOTATIONS_SCREENSHOT).stat().st_size > 10_000
