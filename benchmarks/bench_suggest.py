@@ -24,12 +24,10 @@ import subprocess
 import sys
 import tempfile
 import time
-import tracemalloc
-from collections.abc import Callable
 from pathlib import Path
 
-from _harness import Measure, ratio, rounds_of, show
-from context_integrity.advisor.gather import RETRO_DIALS, gather
+from _harness import Measure, peak_bytes, ratio, rounds_of, show
+from context_integrity.advisor.gather import RETRO_DIALS, gather, proposed_book
 from context_integrity.advisor.proposals import Proposals, propose
 from context_integrity.advisor.render import proposed_contracts
 from context_integrity.judge import ContractBook
@@ -66,15 +64,6 @@ def _judge(path: Path, book: ContractBook) -> int:
     return findings
 
 
-def _peak(fn: Callable[[], object]) -> int:
-    tracemalloc.start()
-    try:
-        fn()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
 def main() -> None:
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
@@ -90,12 +79,8 @@ def main() -> None:
         proposals = _suggest(big)
         if proposals.runs != runs:
             raise SystemExit(f"the recording holds {proposals.runs:,} runs, not {runs:,}: nothing measured")
-        book = ContractBook()
+        book = proposed_book(proposals)
         contracts = proposed_contracts(proposals)
-        for contract in contracts.tools:
-            book.declare(contract)
-        for claims in contracts.claims:
-            book.declare_claims(claims)
         print(f"proposed: {len(contracts.tools)} tools, {len(contracts.claims)} claims contract(s)")
         samples = rounds_of(
             {"judge": lambda: _judge(big, book), "suggest": lambda: _suggest(big)}, rounds=rounds, number=1
@@ -104,8 +89,8 @@ def main() -> None:
             f"per pass: judge {min(samples['judge']):.1f} s, suggest {min(samples['suggest']):.1f} s "
             f"(CPU, best of {rounds})"
         )
-        small_peak = _peak(lambda: _suggest(small))
-        big_peak = _peak(lambda: _suggest(big))
+        small_peak = peak_bytes(_suggest, small)
+        big_peak = peak_bytes(_suggest, big)
         print(
             f"suggest peak memory: {small_peak / 1e6:.1f} MB for {runs // 10:,} runs, {big_peak / 1e6:.1f} MB for {runs:,}"
         )

@@ -11,6 +11,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from tests.traces.shapes import attributes
+
 from context_integrity.findings import KINDS
 from context_integrity.ledger import ROW_FIELDS
 from context_integrity.telemetry.schema import names
@@ -21,23 +23,6 @@ TOOL_ID = "00f067aa0ba902b7"
 CHAT_ID = "1f2e3d4c5b6a7980"
 SUMMARY_ID = "53995c3f42cd8ad8"
 START = 1_717_000_000_000_000_000
-
-
-def any_value(value: object) -> dict[str, Any]:
-    """A Python value as OTLP/JSON's AnyValue."""
-    if isinstance(value, bool):
-        return {"boolValue": value}
-    if isinstance(value, int):
-        return {"intValue": str(value)}
-    if isinstance(value, float):
-        return {"doubleValue": value}
-    if isinstance(value, (list, tuple)):
-        return {"arrayValue": {"values": [any_value(item) for item in value]}}
-    return {"stringValue": str(value)}
-
-
-def attributes(values: Mapping[str, object]) -> list[dict[str, Any]]:
-    return [{"key": key, "value": any_value(value)} for key, value in values.items()]
 
 
 def span(

@@ -91,11 +91,14 @@ def gather(runs: Iterable[TracedRun]) -> Evidence:
 
 def retro(runs: Iterable[TracedRun], proposals: Proposals) -> Iterator[JudgedRun]:
     """The runs judged under the proposed declarations, as the user would see them once adopted."""
-    book = ContractBook()
-    contracts = proposed_contracts(proposals)
-    for contract in contracts.tools:
-        book.declare(contract)
-    for claims in contracts.claims:
-        book.declare_claims(claims)
+    book = proposed_book(proposals)
     for run in runs:
         yield judge_run(run, book, RETRO_DIALS)
+
+
+def proposed_book(proposals: Proposals) -> ContractBook:
+    """A contract book declaring the proposals, as a contracts file of them would."""
+    book = ContractBook()
+    contracts = proposed_contracts(proposals)
+    book.declare_all(contracts.tools, contracts.claims, contracts.toolsets)
+    return book
