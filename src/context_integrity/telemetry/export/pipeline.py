@@ -227,11 +227,11 @@ def build(
     mprovider = meter_provider
     flush_meters: Any = meter_provider
     global_meter_provider = metrics.get_meter_provider()
+    installed_meters = installed_sdk_provider(global_meter_provider, SdkMeterProvider)
     if mprovider is None:
         # The application's own, or one behind a proxy (Logfire's): joined, never overridden, so
         # OpenTelemetry has no "Overriding of current MeterProvider" to say and the counter goes
         # where the application's metrics go.
-        installed_meters = installed_sdk_provider(global_meter_provider, SdkMeterProvider)
         if installed_meters is not None and retired(installed_meters):
             _say_retired("MeterProvider")
         elif installed_meters is not None:
@@ -262,7 +262,7 @@ def build(
             resource=resource, metric_readers=readers, shutdown_on_exit=False
         )
         owned.append(mprovider)
-        if not retired(installed_sdk_provider(global_meter_provider, SdkMeterProvider)):
+        if not retired(installed_meters):
             installs.append(functools.partial(metrics.set_meter_provider, mprovider))
     if hasattr(flush_meters, "force_flush"):
         flushable.append(flush_meters)
@@ -320,8 +320,8 @@ def build_event_logger(
     lprovider = logger_provider
     flush_logs: Any = logger_provider
     global_logger_provider = _logs.get_logger_provider()
+    installed_logs = installed_sdk_provider(global_logger_provider, SdkLoggerProvider)
     if lprovider is None:
-        installed_logs = installed_sdk_provider(global_logger_provider, SdkLoggerProvider)
         if installed_logs is not None and retired(installed_logs):
             _say_retired("LoggerProvider")
         elif installed_logs is not None:
@@ -338,7 +338,7 @@ def build_event_logger(
         lprovider.add_log_record_processor(BatchLogRecordProcessor(exporter))
         flush_logs = lprovider
         owned.append(lprovider)
-        if not retired(installed_sdk_provider(global_logger_provider, SdkLoggerProvider)):
+        if not retired(installed_logs):
             installs.append(functools.partial(_logs.set_logger_provider, lprovider))
     flushable.append(flush_logs)
     return lprovider.get_logger(names.INSTRUMENTATION_NAME, instrumentation_version())
