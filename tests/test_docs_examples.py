@@ -128,12 +128,16 @@ def test_the_example_runs_as_written(
         return
     request.getfixturevalue("fresh_process_state")
     eval_example.set_config(line_length=110)
+    raised: str | None = None
     try:
         if eval_example.update_examples:
             eval_example.run_print_update(example)
         else:
             eval_example.run_print_check(example)
     except Exception:
-        # Said here, as text: pytest's own traceback of code run from a page's block can crash the
-        # whole session (its frames have no source file), and a failing page must fail one test.
-        pytest.fail(f"{example} raised:\n{traceback.format_exc()}", pytrace=False)
+        raised = traceback.format_exc()
+    if raised is not None:
+        # Said as text, and outside the handler so that the error is not chained to it: pytest's own
+        # rendering of code run from a page's block can crash the whole session (its frames' positions
+        # do not match a file), and a failing page must fail one test.
+        pytest.fail(f"{example} raised:\n{raised}", pytrace=False)
