@@ -38,6 +38,8 @@ from pytest_examples import CodeExample, EvalExample, find_examples
 from tests.conftest import Telemetry
 
 from context_integrity.integrations import SUPPORTED
+from context_integrity.judge.book import BookSnapshot
+from context_integrity.telemetry.setup import CONTRACTS
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -77,8 +79,11 @@ EXAMPLES = examples()
 
 @pytest.fixture
 def fresh_process_state(telemetry: Telemetry, monkeypatch: pytest.MonkeyPatch) -> Iterator[Telemetry]:
-    """A pipeline of the test's own, no OTEL_* configuration from the machine, and afterwards no
-    framework left armed and no ``__main__`` left replaced."""
+    """A pipeline of the test's own, an empty contract book and no OTEL_* configuration, as a fresh
+    interpreter has (a module imported by an earlier test, such as the demo, declared its tools in
+    the process-wide book), and afterwards no framework left armed and no ``__main__`` left replaced
+    (the ``telemetry`` fixture puts the book back)."""
+    CONTRACTS.restore(BookSnapshot(contracts={}, local=frozenset(), served={}, claims={}, toolsets={}))
     for name in list(os.environ):
         if name.startswith("OTEL_"):
             monkeypatch.delenv(name)
@@ -134,10 +139,20 @@ def test_the_example_runs_as_written(
             eval_example.run_print_update(example)
         else:
             eval_example.run_print_check(example)
-    except Exception:
-        raised = traceback.format_exc()
+    except Exception as error:
+        raised = _said_plainly(error)
     if raised is not None:
         # Said as text, and outside the handler so that the error is not chained to it: pytest's own
         # rendering of code run from a page's block can crash the whole session (its frames' positions
         # do not match a file), and a failing page must fail one test.
         pytest.fail(f"{example} raised:\n{raised}", pytrace=False)
+
+
+def _said_plainly(error: BaseException) -> str:
+    """The error and its frames as file:line lines, without reading any source: a page's block runs
+    from a file whose lines the traceback module's position lookup cannot match."""
+    frames = [
+        f"  {frame.f_code.co_filename}:{line} in {frame.f_code.co_name}"
+        for frame, line in traceback.walk_tb(error.__traceback__)
+    ]
+    return "\n".join([*frames, f"{type(error).__name__}: {error}"])
