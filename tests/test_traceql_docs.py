@@ -20,8 +20,15 @@ TEXT = "\n".join(document.read_text(encoding="utf-8") for document in DOCUMENTS)
 DASHBOARD = json.loads((ROOT / "collector-config/grafana/dashboards/context-integrity.json").read_text())
 
 
+# What a TraceQL query may begin with: a scoped or dotted attribute (``span.x``, ``event:name``,
+# ``.x``) or an intrinsic written bare (which the test below refuses). A brace in the docs that begins
+# otherwise (a contracts file's TOML inline table, ``{ type = ..., nullable = true }``) is not TraceQL.
+_TRACEQL_START = re.compile(r"\{ (\.|\w+[.:]|(name|status|kind|duration|rootName|rootServiceName)\b)")
+
+
 def _docs_queries() -> list[str]:
-    return [q for q in re.findall(r"`(\{ [^`]+ \})`", TEXT) if "=" in q or ">" in q]
+    found = re.findall(r"`(\{ [^`]+ \})`", TEXT)
+    return [q for q in found if ("=" in q or ">" in q) and _TRACEQL_START.match(q)]
 
 
 def _dashboard_queries(node: object) -> list[str]:
