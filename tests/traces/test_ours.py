@@ -14,13 +14,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from tests.conftest import Telemetry
 
 import context_integrity as ci
 from context_integrity.findings import Finding
+from context_integrity.integrations.functions import contract_of
 from context_integrity.judge import Dials
 from context_integrity.limits import MAX_RECORDED_ANSWERS
 from context_integrity.loop import Message, RequestFrame, Role, ToolCall, ToolDefinition, message_text
@@ -53,10 +54,15 @@ def recorded(tmp_path: Path, telemetry: Telemetry) -> Iterator[tuple[Path, list[
     telemetry.provider.add_span_processor(SimpleSpanProcessor(OtlpJsonLinesSpanExporter(path)))
     telemetry.configure(capture_content=True, instrument=(), **DIALS)
     # Imported here: the demo family declares its tools when imported, and a test module imported at
-    # collection would leave them in the book every other test starts from.
-    from context_integrity.demo_family import run_family
+    # collection would leave them in the book every other test starts from. An earlier test may have
+    # imported it already, and its book was put back since: the tools are declared again, as the
+    # first import declared them, for the replay to judge under.
+    from context_integrity import demo_family
 
-    outcome = run_family()
+    for value in vars(demo_family).values():
+        if (contract := contract_of(value)) is not None:
+            CONTRACTS.declare(contract, replace=True)
+    outcome = demo_family.run_family()
     telemetry.provider.force_flush()
     yield path, outcome.run.findings
 
@@ -153,8 +159,20 @@ def frames(draw: st.DrawFn) -> RequestFrame:
     return RequestFrame.of(messages, system=draw(st.none() | texts.filter(bool)), tools=tools, model="m")
 
 
+def _one_tool_message(content: str) -> RequestFrame:
+    return RequestFrame(
+        messages=(Message("tool", content, tool_call_id="0"),), system=None, tools=(), model="m"
+    )
+
+
 @settings(max_examples=200, deadline=None)
 @given(frame=frames())
+# Tool results whose text is a JSON scalar in another spelling: read as JSON they came back as 0.0,
+# nothing, x without its quotes, 100.0.
+@example(frame=_one_tool_message("0E0"))
+@example(frame=_one_tool_message("null"))
+@example(frame=_one_tool_message('"x"'))
+@example(frame=_one_tool_message("1e2"))
 def test_what_content_capture_writes_of_a_request_reads_back_as_the_checks_saw_it(
     frame: RequestFrame,
 ) -> None:

@@ -82,7 +82,7 @@ def structured(value: object, *, key: str, what: str, text_is_value: bool = Fals
     except RecursionError:
         return Missing(what, f"{key} is JSON nested too deeply to read")
     except ValueError as error:
-        if text_is_value and not _looks_like_json(value):
+        if text_is_value and not looks_like_json_container(value):
             return value
         if value.rstrip().endswith(_CUT_MARKS):
             return Missing(
@@ -96,7 +96,8 @@ def structured(value: object, *, key: str, what: str, text_is_value: bool = Fals
         return Missing(what, f"{key} is not readable JSON ({clip(detail, 80)})")
 
 
-def _looks_like_json(text: str) -> bool:
+def looks_like_json_container(text: str) -> bool:
+    """Whether ``text`` begins as a JSON object or array does (after white space)."""
     start = text.lstrip()[:1]
     return start in ("{", "[")
 

@@ -32,7 +32,7 @@ from ...loop import Message, ModelResponse, RequestFrame, Role, ToolCall, ToolDe
 from ...telemetry.schema import names
 from ..readings import AgentReading, AnswerReading, Missing, ModelCallReading, Reading, ToolReading
 from ..spans import Attributes, Span
-from ..values import arguments_of, not_recorded, parsed_json, structured, text_of
+from ..values import arguments_of, looks_like_json_container, not_recorded, parsed_json, structured, text_of
 
 KEY: Final = "genai"
 
@@ -91,6 +91,10 @@ def tool_response_of(part: Mapping[str, Any]) -> object:
     """A ``tool_call_response`` part's result: its ``response`` (``result`` in some writers), JSON text
     read as its structure, as the tool returned it."""
     value = part["response"] if "response" in part else part.get("result")
+    if isinstance(value, str) and not looks_like_json_container(value):
+        # A message's text as the model read it: parsed as JSON, "0E0" would come back as 0.0, "null"
+        # as nothing and '"x"' without its quotes, and the checks would not read what the model read.
+        return value
     read = structured(value, key="a tool_call_response part", what="the tool's result", text_is_value=True)
     return value if isinstance(read, Missing) else read
 
