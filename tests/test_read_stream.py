@@ -20,6 +20,7 @@ from __future__ import annotations
 import io
 import random
 import tracemalloc
+import weakref
 from pathlib import Path
 
 import pytest
@@ -110,6 +111,35 @@ def test_streaming_holds_the_runs_in_flight_not_the_recording(tmp_path: Path) ->
     whole_few, whole_many = _peak(lambda: read_recording(few)), _peak(lambda: read_recording(many))
     assert streamed_many < 1.5 * streamed_few  # bounded by a line and the runs in it
     assert whole_many > 2.5 * whole_few  # the contrast: collecting grows with the recording
+
+
+class _Probe:
+    """Put into each parsed line's document, to see from outside whether the document is alive."""
+
+
+def test_a_line_is_let_go_before_the_next_is_parsed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A line's document is tens of thousands of objects; one still held while the next is parsed
+    # doubles the read's peak (bench_read_back measured 1.77x the parse's peak against 1.14x).
+    path = tmp_path / "r.jsonl"
+    record_runs(path, 30, per_line=5)
+    parse = reader.parse_json
+    previous: list[weakref.ref[_Probe]] = []
+    held_at_next_parse: list[bool] = []
+
+    def probed(text: str) -> object:
+        if previous:
+            held_at_next_parse.append(previous[-1]() is not None)
+        document = parse(text)
+        probe = _Probe()
+        assert isinstance(document, dict)
+        document["probe"] = probe  # a key no reader looks at
+        previous.append(weakref.ref(probe))
+        return document
+
+    monkeypatch.setattr(reader, "parse_json", probed)
+    runs = list(RecordingStream(path, details=False))
+    assert len(runs) == 30 and len(held_at_next_parse) == 5  # six lines, five parsed after another
+    assert held_at_next_parse == [False] * 5
 
 
 def test_in_any_order_no_call_is_lost(tmp_path: Path) -> None:

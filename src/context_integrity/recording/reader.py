@@ -270,6 +270,9 @@ class _Reader:
         documents = LineDocuments(lines, self.problem)
         for number, document in documents:
             yield from self._document(number, document)
+            # Let go before the next line is parsed: held by this loop, one line's document (tens of
+            # thousands of objects) stayed alive beside the next one's, and the peak doubled.
+            del document
         yield from self._finish(documents.lines, documents.data_lines)
 
     def _document(self, number: int, document: object) -> Iterator[RunRecord]:
