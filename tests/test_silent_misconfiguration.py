@@ -100,6 +100,11 @@ def test_setup_before_logfire_configure_is_said_once_naming_the_fix(tmp_path: Pa
     (line,) = told
     assert line.startswith("LOG WARNING context_integrity:")
     assert "ci.setup() after" in line and "tracer_provider=" in line
+    # Where setup() sends the summary, said as setup() says it (here: no endpoint, the recording).
+    assert (
+        "summary follows ci.setup()'s pipeline (no OTLP endpoint is configured, so traces are recorded"
+        in line
+    )
     report = subprocess.run(
         [sys.executable, "-m", "context_integrity.cli", "report", str(tmp_path / "recording.otlp.jsonl")],
         capture_output=True,

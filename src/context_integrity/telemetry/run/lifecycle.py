@@ -101,7 +101,8 @@ def _warn_undeclared_grounds() -> None:
             )
 
 
-_told_foreign_provider = False
+# Said once per process: every run of a host whose provider setup() did not join meets it.
+_TOLD_FOREIGN_PROVIDER: Final[ToldOnce[str]] = ToldOnce(1)
 
 
 def _tell_if_made_elsewhere(span: Span, inst: Instrumentation | None) -> None:
@@ -109,19 +110,19 @@ def _tell_if_made_elsewhere(span: Span, inst: Instrumentation | None) -> None:
     join: its findings go there, while the run's summary goes to ours, under a run span that
     provider never sees. Most often ``setup()`` ran first and Logfire (or another library) then
     built its own provider, which the global one could not be replaced by."""
-    global _told_foreign_provider
     ours = inst.trace_resource if inst is not None else None
     theirs = getattr(span, "resource", None)
-    if _told_foreign_provider or ours is None or theirs is None or theirs is ours:
+    if inst is None or ours is None or theirs is None or theirs is ours:
         return
-    _told_foreign_provider = True
+    if not _TOLD_FOREIGN_PROVIDER.first("foreign provider"):
+        return
     logger.warning(
         "context_integrity: the agent's run span was made by a TracerProvider that ci.setup() did not "
-        "join, so its findings go there while the run's disposition summary goes to %s, under a run "
-        "span that never arrives. Most often ci.setup() ran before logfire.configure() (or before "
-        "another library built its own provider): call ci.setup() after it, or pass that provider "
-        "as ci.setup(tracer_provider=...).",
-        inst.destination if inst is not None else "ours",
+        "join, so its findings go there while the run's disposition summary follows ci.setup()'s "
+        "pipeline (%s), under a run span that never arrives there. Most often ci.setup() ran before "
+        "logfire.configure() (or before another library built its own provider): call ci.setup() "
+        "after it, or pass that provider as ci.setup(tracer_provider=...).",
+        inst.destination,
     )
 
 
