@@ -103,6 +103,7 @@ def _warn_undeclared_grounds() -> None:
 
 # Said once per process: every run of a host whose provider setup() did not join meets it.
 _TOLD_FOREIGN_PROVIDER: Final[ToldOnce[str]] = ToldOnce(1)
+_FOREIGN_PROVIDER: Final = "a run span from a provider setup() did not join"
 
 
 def _tell_if_made_elsewhere(span: Span, inst: Instrumentation | None) -> None:
@@ -110,11 +111,15 @@ def _tell_if_made_elsewhere(span: Span, inst: Instrumentation | None) -> None:
     join: its findings go there, while the run's summary goes to ours, under a run span that
     provider never sees. Most often ``setup()`` ran first and Logfire (or another library) then
     built its own provider, which the global one could not be replaced by."""
-    ours = inst.trace_resource if inst is not None else None
-    theirs = getattr(span, "resource", None)
-    if inst is None or ours is None or theirs is None or theirs is ours:
+    if _FOREIGN_PROVIDER in _TOLD_FOREIGN_PROVIDER or inst is None:  # at every run: the cheap test first
         return
-    if not _TOLD_FOREIGN_PROVIDER.first("foreign provider"):
+    ours, theirs = inst.trace_resource, getattr(span, "resource", None)
+    if (
+        ours is None
+        or theirs is None
+        or theirs is ours
+        or not _TOLD_FOREIGN_PROVIDER.first(_FOREIGN_PROVIDER)
+    ):
         return
     logger.warning(
         "context_integrity: the agent's run span was made by a TracerProvider that ci.setup() did not "
